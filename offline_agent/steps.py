@@ -1,0 +1,175 @@
+"""Pure values that flow through the agent: a parsed Step, a model Completion, a recorded StepRecord, a Trajectory.
+
+They hold no behaviour beyond a JSON round trip (`to_dict` / `from_dict`), so a trajectory written to JSONL by one
+version can be read back, compared and scored without a model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+StopReason = Literal["final", "max_steps", "timeout", "error"]
+STOP_REASONS: tuple[str, ...] = ("final", "max_steps", "timeout", "error")
+
+
+@dataclass(frozen=True)
+class Action:
+    """A tool call: the tool's name and its argument (a string, or a dict for JSON-argument tools)."""
+
+    tool: str
+    argument: str | dict[str, Any]
+
+    def render(self) -> str:
+        """The call as the model writes it: `search[Ed Wood]` or `calculator[{"expression": "3*7"}]`."""
+        arg = self.argument
+        text = arg if isinstance(arg, str) else json.dumps(arg, ensure_ascii=False)
+        return f"{self.tool}[{text}]"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One parsed model turn: an optional thought and exactly one of an action or a final answer."""
+
+    thought: str | None
+    action: Action | None = None
+    final: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.action is None) == (self.final is None):
+            raise ValueError("a step has exactly one of action or final")
+
+    @property
+    def is_final(self) -> bool:
+        return self.final is not None
+
+
+@dataclass
+class Usage:
+    """Token counts of one backend call (or a sum of them)."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+
+    def __iadd__(self, other: Usage) -> Usage:
+        self.prompt_tokens += other.prompt_tokens
+        self.cached_tokens += other.cached_tokens
+        self.generated_tokens += other.generated_tokens
+        return self
+
+    @property
+    def evaluated_tokens(self) -> int:
+        """Prompt tokens the model actually had to evaluate (not reused from its cache)."""
+        return self.prompt_tokens - self.cached_tokens
+
+
+@dataclass
+class Timings:
+    """Seconds spent in one backend call: evaluating the prompt, generating, and inside the grammar."""
+
+    prompt_s: float = 0.0
+    generate_s: float = 0.0
+    grammar_s: float = 0.0
+
+    def __iadd__(self, other: Timings) -> Timings:
+        self.prompt_s += other.prompt_s
+        self.generate_s += other.generate_s
+        self.grammar_s += other.grammar_s
+        return self
+
+
+FinishReason = Literal["stop", "length", "interrupted"]
+
+
+@dataclass
+class Completion:
+    """What a backend returns for one call: the text and what it cost."""
+
+    text: str
+    finish_reason: str = "stop"
+    usage: Usage = field(default_factory=Usage)
+    timings: Timings = field(default_factory=Timings)
+
+
+@dataclass
+class StepRecord:
+    """Everything that happened in one step: the raw text, what it parsed to, what the tool returned, the cost."""
+
+    index: int
+    raw: str
+    thought: str | None = None
+    action: str | None = None
+    argument: str | dict[str, Any] | None = None
+    observation: str | None = None
+    details: dict[str, Any] | None = None
+    final: str | None = None
+    parse_error: dict[str, Any] | None = None
+    tool_error: bool = False
+    final_only: bool = False
+    attempts: int = 1
+    finish_reason: str = "stop"
+    usage: Usage = field(default_factory=Usage)
+    timings: Timings = field(default_factory=Timings)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepRecord:
+        data = dict(data)
+        data["usage"] = Usage(**data.get("usage", {}))
+        data["timings"] = Timings(**data.get("timings", {}))
+        return cls(**data)
+
+
+@dataclass
+class Trajectory:
+    """A whole run on one question: every step, the answer, why it stopped, and what makes it reproducible."""
+
+    question: str
+    steps: list[StepRecord] = field(default_factory=list)
+    answer: str | None = None
+    stop_reason: str = "error"
+    error: str | None = None
+    seconds: float = 0.0
+    agent: str = "react"
+    backend: str = ""
+    model: dict[str, Any] = field(default_factory=dict)
+    grammar_sha256: str | None = None
+    prompt_sha256: str | None = None
+    seed: int | None = None
+    temperature: float = 0.0
+    max_steps: int = 0
+    max_seconds: float | None = None
+    corpus: str | None = None
+    version: str = ""
+    started_at: str = ""
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for step in self.steps:
+            total += step.usage
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["usage"] = asdict(self.usage)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        data = dict(data)
+        data.pop("usage", None)
+        data["steps"] = [StepRecord.from_dict(step) for step in data.get("steps", [])]
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Trajectory:
+        return cls.from_dict(json.loads(text))
