@@ -1,0 +1,19 @@
+"""Agent strategies over one loop: ReAct now; act, cot, standard and the seed designs build on the same parts."""
+
+from __future__ import annotations
+
+from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent
+from offline_agent.errors import ConfigError
+
+AGENTS = {"react": ReActAgent}
+
+
+def agent_class(name: str) -> type[ReActAgent]:
+    """The agent strategy registered under `name`."""
+    try:
+        return AGENTS[name]
+    except KeyError:
+        raise ConfigError(f"unknown agent {name!r}; choose from {sorted(AGENTS)}") from None
+
+
+__all__ = ["AGENTS", "AgentCallbacks", "AgentConfig", "ReActAgent", "agent_class"]

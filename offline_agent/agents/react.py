@@ -1,0 +1,287 @@
+"""The ReAct loop: one grammar-constrained model turn per step, a tool call per Action, until a Final answer.
+
+What the loop guarantees:
+- every turn is generated under the step grammar (unless the grammar is switched off, for measuring format
+  errors) and checked by the Lark parser; a step the parser rejects is recorded with its labelled error, retried
+  once with twice the tokens if it was cut off at max_tokens, and otherwise ends the run with stop reason `error`:
+  the loop never guesses what the model meant;
+- on the last allowed step the grammar allows only `Final`;
+- a tool failure becomes the Observation; a repeated identical call is not run again;
+- Observations are cut to a token budget; the prompt only grows, so llama.cpp reuses its cache;
+- it stops on Final, max steps, or max seconds, and records why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from offline_agent import __version__
+from offline_agent.backends.base import Backend
+from offline_agent.errors import ContextOverflowError, StepParseError
+from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
+from offline_agent.parse import StepParser, parser_for
+from offline_agent.prompts import PromptParts, react_prompt, render_chat, scratchpad_entry
+from offline_agent.steps import Step, StepRecord, Trajectory
+from offline_agent.tools.base import ToolRegistry
+
+STOP_SEQUENCES = ("\nObservation:",)
+
+
+@dataclass
+class AgentConfig:
+    """The knobs of one run; all of them are recorded on the trajectory."""
+
+    max_steps: int = 8
+    max_seconds: float | None = None
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int = 192
+    observation_tokens: int = 320
+    grammar: bool = True
+    thought_max: int = 300
+    argument_max: int = 120
+    final_max: int = 200
+
+    def __post_init__(self) -> None:
+        from offline_agent.errors import ConfigError
+
+        if self.max_steps < 1:
+            raise ConfigError("max_steps must be at least 1")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ConfigError("max_seconds must be positive")
+        if self.max_tokens < 16:
+            raise ConfigError("max_tokens must be at least 16")
+        if not 0.0 <= self.temperature <= 5.0:
+            raise ConfigError("temperature must be between 0 and 5")
+
+
+@dataclass
+class AgentCallbacks:
+    """Hooks for a live view: a step starts, text streams in, a tool runs, a step is recorded."""
+
+    on_step_start: Callable[[int, bool], None] | None = None
+    on_token: Callable[[str], None] | None = None
+    on_tool_start: Callable[[str, Any], None] | None = None
+    on_step: Callable[[StepRecord], None] | None = None
+
+
+@dataclass
+class _RunState:
+    trajectory: Trajectory
+    scratchpad: str = ""
+    calls: dict[str, int] = field(default_factory=dict)
+    deadline: float | None = None
+
+
+class ReActAgent:
+    """Thought, then Action or Final, step after step, over a backend and a tool registry."""
+
+    name = "react"
+
+    def __init__(
+        self,
+        backend: Backend,
+        tools: ToolRegistry,
+        config: AgentConfig | None = None,
+        callbacks: AgentCallbacks | None = None,
+    ) -> None:
+        self.backend = backend
+        self.tools = tools
+        self.config = config or AgentConfig()
+        self.callbacks = callbacks or AgentCallbacks()
+        c = self.config
+        self.spec = GrammarSpec(
+            tools=tools.specs(),
+            thought=True,
+            allow_action=len(tools) > 0,
+            allow_final=True,
+            thought_max=c.thought_max,
+            argument_max=c.argument_max,
+            final_max=c.final_max,
+        )
+        self.grammar: StepGrammar = build_grammar(self.spec)
+        self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
+        self._parser: StepParser = parser_for(self.spec)
+        self._final_parser: StepParser = parser_for(self.spec.final_only())
+
+    @property
+    def grammar_sha256(self) -> str:
+        return hashlib.sha256(f"{self.grammar.sha256}\0{self.final_grammar.sha256}".encode()).hexdigest()
+
+    def prompt_parts(self, question: str) -> PromptParts:
+        return react_prompt(question, list(self.tools), max_steps=self.config.max_steps)
+
+    def prompt_prefix(self, parts: PromptParts) -> str:
+        """The chat-template part of the prompt, up to where the assistant writes its first step."""
+        messages = [{"role": "system", "content": parts.system}, {"role": "user", "content": parts.user}]
+        return render_chat(
+            self.backend.chat_template,
+            messages,
+            bos_token=getattr(self.backend, "bos_text", None),
+            eos_token=getattr(self.backend, "eos_text", None),
+        )
+
+    def run(self, question: str) -> Trajectory:
+        """Answer one question; never raises on model output or tool failures (see the stop reason)."""
+        c = self.config
+        started = time.monotonic()
+        parts = self.prompt_parts(question)
+        trajectory = Trajectory(
+            question=question,
+            agent=self.name,
+            backend=self.backend.name,
+            model=self.backend.describe(),
+            grammar_sha256=self.grammar_sha256 if c.grammar else None,
+            prompt_sha256=parts.sha256,
+            seed=c.seed,
+            temperature=c.temperature,
+            max_steps=c.max_steps,
+            max_seconds=c.max_seconds,
+            version=__version__,
+            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        state = _RunState(trajectory, deadline=started + c.max_seconds if c.max_seconds else None)
+        prefix = self.prompt_prefix(parts)
+        try:
+            self._loop(state, prefix)
+        finally:
+            trajectory.seconds = round(time.monotonic() - started, 3)
+        return trajectory
+
+    def _loop(self, state: _RunState, prefix: str) -> None:
+        c = self.config
+        trajectory = state.trajectory
+        for index in range(c.max_steps):
+            if state.deadline is not None and time.monotonic() >= state.deadline:
+                trajectory.stop_reason = "timeout"
+                return
+            final_only = index == c.max_steps - 1 and c.grammar
+            if self.callbacks.on_step_start:
+                self.callbacks.on_step_start(index, final_only)
+            record, step = self._generate_step(state, prefix, index, final_only)
+            trajectory.steps.append(record)
+            if step is None:
+                if self.callbacks.on_step:
+                    self.callbacks.on_step(record)
+                return
+            if step.is_final:
+                record.final = step.final
+                trajectory.answer = step.final
+                trajectory.stop_reason = "final"
+                if self.callbacks.on_step:
+                    self.callbacks.on_step(record)
+                return
+            observation = self._act(state, record, step)
+            state.scratchpad += scratchpad_entry(record.raw, observation)
+            if self.callbacks.on_step:
+                self.callbacks.on_step(record)
+        trajectory.stop_reason = "max_steps"
+
+    def _generate_step(
+        self, state: _RunState, prefix: str, index: int, final_only: bool
+    ) -> tuple[StepRecord, Step | None]:
+        """Ask the model for one step; returns the record and the parsed step (None: the run stops)."""
+        c = self.config
+        grammar = self.final_grammar if final_only else self.grammar
+        parser = self._final_parser if final_only else self._parser
+        record = StepRecord(index=index, raw="", final_only=final_only)
+        started = time.monotonic()
+        max_tokens = c.max_tokens
+        for attempt in (1, 2):
+            record.attempts = attempt
+            try:
+                completion = self.backend.complete(
+                    prefix + state.scratchpad,
+                    grammar=grammar.gbnf if c.grammar else None,
+                    max_tokens=max_tokens,
+                    stop=STOP_SEQUENCES,
+                    temperature=c.temperature,
+                    seed=c.seed + index,
+                    on_token=self.callbacks.on_token,
+                    deadline=state.deadline,
+                )
+            except ContextOverflowError as exc:
+                state.trajectory.stop_reason = "error"
+                state.trajectory.error = str(exc)
+                record.seconds = round(time.monotonic() - started, 3)
+                return record, None
+            record.usage += completion.usage
+            record.timings += completion.timings
+            record.raw = completion.text
+            record.finish_reason = completion.finish_reason
+            if completion.finish_reason == "interrupted":
+                state.trajectory.stop_reason = "timeout"
+                record.seconds = round(time.monotonic() - started, 3)
+                return record, None
+            try:
+                step = parser.parse(completion.text)
+            except StepParseError as exc:
+                record.parse_error = exc.to_dict()
+                if completion.finish_reason == "length" and attempt == 1:
+                    max_tokens *= 2  # cut off mid-step: one retry with room to finish
+                    continue
+                state.trajectory.stop_reason = "error"
+                state.trajectory.error = f"step {index + 1}: {exc}"
+                record.seconds = round(time.monotonic() - started, 3)
+                return record, None
+            record.parse_error = None if attempt == 1 else record.parse_error
+            record.thought = step.thought
+            record.seconds = round(time.monotonic() - started, 3)
+            return record, step
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _act(self, state: _RunState, record: StepRecord, step: Step) -> str:
+        """Run the step's tool (or refuse a repeat) and return the Observation, cut to the token budget."""
+        assert step.action is not None
+        action = step.action
+        record.action = action.tool
+        record.argument = action.argument
+        tool = self.tools.get(action.tool) if action.tool in self.tools else None
+        # A stateful tool (lookup walks through matches) may rightly be called twice with the same argument.
+        key = None if getattr(tool, "is_stateful", False) else _call_key(action.tool, action.argument)
+        if key is not None and key in state.calls:
+            record.observation = (
+                f"You already ran {action.render()} at step {state.calls[key] + 1}; its result is above. "
+                "Use different keywords, another tool, or give the Final answer."
+            )
+            record.tool_error = True
+            return record.observation
+        if self.callbacks.on_tool_start:
+            self.callbacks.on_tool_start(action.tool, action.argument)
+        result = self.tools.run(action.tool, action.argument)
+        record.tool_error = result.is_error
+        if key is not None and not result.is_error:
+            state.calls[key] = record.index
+        details = getattr(tool, "last_details", None)
+        record.details = dict(details) if details else None
+        record.observation = self._fit(result.observation)
+        return record.observation
+
+    def _fit(self, text: str) -> str:
+        """Cut an Observation to the token budget at a word boundary, marking the cut."""
+        text = text.strip()
+        budget = self.config.observation_tokens
+        count = self.backend.count_tokens
+        if count(text) <= budget:
+            return text
+        low, high = 0, len(text)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if count(text[:middle]) <= budget - 2:
+                low = middle
+            else:
+                high = middle - 1
+        cut = text.rfind(" ", 0, low)
+        return text[: cut if cut > low // 2 else low].rstrip() + " ..."
+
+
+def _call_key(tool: str, argument: str | dict[str, Any]) -> str:
+    if isinstance(argument, str):
+        return f"{tool}\0{' '.join(argument.lower().split())}"
+    return f"{tool}\0{json.dumps(argument, sort_keys=True)}"

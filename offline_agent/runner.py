@@ -1,0 +1,99 @@
+"""Assembles a run from names and paths: the model from the registry, the corpus, the tools, the agent.
+
+The CLI (and later the evaluation runner) call this instead of wiring backends and indexes themselves, so
+every entry point loads models the same way and records the same reproducibility fields.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from offline_agent.agents import AgentCallbacks, AgentConfig, agent_class
+from offline_agent.errors import ConfigError
+from offline_agent.steps import Trajectory
+from offline_agent.tools import DEFAULT_TOOLS, build_tools
+
+_CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def env_int(name: str, default: int) -> int:
+    """An integer setting from the environment, with a clear error when it is not one."""
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, not {value!r}") from None
+
+
+def load_llama_backend(
+    model: str | None,
+    *,
+    gpu_layers: int = 0,
+    context_size: int | None = None,
+    seed: int = 0,
+    verbose: bool = False,
+) -> Any:
+    """Resolve `model` (registry name, .gguf path, or None for the default) and load it in llama.cpp."""
+    from offline_agent.backends.llamacpp import LlamaCppBackend
+    from offline_agent.models import resolve_model
+
+    resolved = resolve_model(model)
+    spec = resolved.spec
+    chat_format = spec.chat_format if spec else "template"
+    if chat_format == "template":
+        template: str | None = "template"
+    elif chat_format == "none":
+        template = None
+    elif chat_format == "chatml":
+        template = _CHATML
+    else:
+        raise ConfigError(f"model {resolved.name!r}: unsupported chat_format {chat_format!r}; use template, none or chatml")
+    return LlamaCppBackend(
+        resolved.path,
+        context_size=context_size or (spec.n_ctx if spec else 4096),
+        gpu_layers=gpu_layers,
+        seed=seed,
+        model_name=resolved.name,
+        sha256=resolved.sha256,
+        chat_template=template,
+        verbose=verbose,
+    )
+
+
+def open_index(corpus: str | Path | None) -> tuple[Any, str]:
+    """The BM25 index over `corpus` (a folder or file of documents, an index folder or an index name)."""
+    from offline_agent.resources import sample_corpus
+    from offline_agent.retrieval import open_corpus
+
+    target = corpus if corpus not in (None, "") else sample_corpus()
+    return open_corpus(target), str(target)
+
+
+@dataclass
+class Session:
+    """A loaded backend and corpus, reused across questions (each question gets fresh tools and state)."""
+
+    backend: Any
+    index: Any | None
+    corpus: str | None
+    agent: str = "react"
+    tools: tuple[str, ...] = DEFAULT_TOOLS
+
+    def ask(
+        self, question: str, config: AgentConfig | None = None, callbacks: AgentCallbacks | None = None
+    ) -> Trajectory:
+        if not question or not question.strip():
+            raise ConfigError("the question is empty")
+        registry = build_tools(self.index, self.tools)
+        agent = agent_class(self.agent)(self.backend, registry, config, callbacks)
+        trajectory = agent.run(question.strip())
+        trajectory.corpus = self.corpus
+        return trajectory

@@ -1,0 +1,46 @@
+"""Tools the agent can call: the Tool protocol, the registry, and the built-in search, lookup and calculator."""
+
+from __future__ import annotations
+
+from offline_agent.grammar import ToolSpec
+from offline_agent.tools.base import Tool, ToolRegistry, ToolResult
+from offline_agent.tools.calculator import CalculatorTool
+from offline_agent.tools.corpus import CorpusSession, LookupTool, SearchTool
+
+DEFAULT_TOOLS: tuple[str, ...] = ("search", "lookup", "calculator")
+
+
+def default_tool_specs() -> tuple[ToolSpec, ...]:
+    """The built-in tools as the grammar sees them, without a corpus (for `grammar show` and grammars/)."""
+    session = CorpusSession(index=None)
+    return ToolRegistry([SearchTool(session), LookupTool(session), CalculatorTool()]).specs()
+
+
+def build_tools(index: object | None, names: tuple[str, ...] = DEFAULT_TOOLS) -> ToolRegistry:
+    """A fresh registry of built-in tools by name, over `index` (a new session: no state from earlier runs)."""
+    session = CorpusSession(index=index)
+    available = {"search": SearchTool(session), "lookup": LookupTool(session), "calculator": CalculatorTool()}
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        from offline_agent.errors import ConfigError
+
+        raise ConfigError(f"unknown tool {unknown[0]!r}; choose from {sorted(available)}")
+    if index is None and any(name in ("search", "lookup") for name in names):
+        from offline_agent.errors import ConfigError
+
+        raise ConfigError("the search and lookup tools need a corpus")
+    return ToolRegistry(available[name] for name in names)
+
+
+__all__ = [
+    "DEFAULT_TOOLS",
+    "CalculatorTool",
+    "CorpusSession",
+    "LookupTool",
+    "SearchTool",
+    "Tool",
+    "ToolRegistry",
+    "ToolResult",
+    "build_tools",
+    "default_tool_specs",
+]
