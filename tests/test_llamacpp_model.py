@@ -1,0 +1,164 @@
+"""The real llama.cpp backend with the small test model (SmolLM2-135M), loaded once per session.
+
+These run in CI: the grammar must hold on real sampled output, the cache must be reused across steps, and a
+whole `ask` must work from the command line, also with no network at all.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cli_env
+from offline_agent.agents import AgentConfig, ReActAgent
+from offline_agent.backends import ScriptedBackend
+from offline_agent.errors import ContextOverflowError, ModelError
+from offline_agent.grammar import GbnfChecker
+from offline_agent.parse import StepParser
+from offline_agent.steps import STOP_REASONS, Trajectory
+from offline_agent.tools import build_tools
+
+pytestmark = pytest.mark.model
+
+QUESTIONS = [json.loads(line)["question"] for line in (ROOT / "corpora/sample/questions.jsonl").open()][:5]
+
+
+@pytest.fixture(scope="module")
+def sample_index():
+    from offline_agent.retrieval import open_corpus
+
+    return open_corpus(ROOT / "corpora" / "sample" / "docs")
+
+
+def agent_prompts(backend, index) -> list[tuple[ReActAgent, str]]:
+    """The agent's real prompts: the first step of several questions, and a later step after an Observation."""
+    prompts = []
+    for question in QUESTIONS:
+        agent = ReActAgent(backend, build_tools(index))
+        prompts.append((agent, agent.prompt_prefix(agent.prompt_parts(question))))
+    # A second-step prompt, with a real Observation in the scratchpad (the first step scripted).
+    scripted = ScriptedBackend([f"Thought: I search first.\nAction: search[{QUESTIONS[0][:40]}]", "Thought: x\nFinal: x"])
+    scripted.chat_template = backend.chat_template
+    first = ReActAgent(scripted, build_tools(index)).run(QUESTIONS[0])
+    agent = ReActAgent(backend, build_tools(index))
+    prefix = agent.prompt_prefix(agent.prompt_parts(QUESTIONS[0]))
+    prompts.append((agent, prefix + f"{first.steps[0].raw}\nObservation: {first.steps[0].observation}\n"))
+    return prompts
+
+
+def test_fifty_constrained_generations_at_high_temperature_all_parse(small_backend, sample_index) -> None:
+    prompts = agent_prompts(small_backend, sample_index)
+    checker = GbnfChecker(prompts[0][0].grammar.gbnf)
+    outcomes = []
+    for i in range(50):
+        agent, prompt = prompts[i * len(prompts) // 50]  # consecutive calls share a prompt: its cache is reused
+        completion = small_backend.complete(
+            prompt, grammar=agent.grammar.gbnf, max_tokens=256, temperature=1.0, seed=1000 + i
+        )
+        assert completion.finish_reason == "stop", completion
+        step = StepParser(agent.spec).parse(completion.text)  # raises on any format error
+        assert checker.accepts(completion.text)
+        outcomes.append("final" if step.is_final else step.action.tool)
+    assert len(outcomes) == 50
+
+
+def test_final_only_grammar_forces_an_answer(small_backend, sample_index) -> None:
+    agent, prompt = agent_prompts(small_backend, sample_index)[-1]
+    for seed in range(5):
+        completion = small_backend.complete(
+            prompt, grammar=agent.final_grammar.gbnf, max_tokens=256, temperature=1.0, seed=seed
+        )
+        assert StepParser(agent.spec.final_only()).parse(completion.text).is_final
+
+
+def test_same_seed_same_text(small_backend, sample_index) -> None:
+    agent, prompt = agent_prompts(small_backend, sample_index)[0]
+    runs = [
+        small_backend.complete(prompt, grammar=agent.grammar.gbnf, max_tokens=128, temperature=0.8, seed=42).text
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+
+
+def test_growing_prompt_reuses_the_cache(small_backend, sample_index) -> None:
+    agent, prompt = agent_prompts(small_backend, sample_index)[0]
+    first = small_backend.complete(prompt, grammar=agent.grammar.gbnf, max_tokens=128)
+    longer = prompt + first.text.rstrip("\n") + "\nObservation: nothing found.\n"
+    second = small_backend.complete(longer, grammar=agent.grammar.gbnf, max_tokens=128)
+    assert second.usage.cached_tokens >= first.usage.prompt_tokens - 1
+    assert second.usage.evaluated_tokens < 40
+    assert first.usage.generated_tokens > 0 and first.timings.generate_s > 0
+
+
+def test_stop_strings_cut_unconstrained_text(small_backend, sample_index) -> None:
+    agent, prompt = agent_prompts(small_backend, sample_index)[0]
+    completion = small_backend.complete(prompt, max_tokens=48, stop=["\n"], temperature=0.0)
+    assert "\n" not in completion.text
+
+
+def test_context_overflow_is_reported(small_model_path: Path) -> None:
+    from offline_agent.backends.llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend(small_model_path, context_size=512)
+    with pytest.raises(ContextOverflowError):
+        backend.complete("word " * 600, max_tokens=16)
+
+
+def test_agent_run_ends_with_a_stop_reason(small_backend, sample_index) -> None:
+    agent = ReActAgent(small_backend, build_tools(sample_index), AgentConfig(max_steps=4, temperature=0.0))
+    trajectory = agent.run(QUESTIONS[0])
+    assert trajectory.stop_reason in STOP_REASONS
+    assert all(step.parse_error is None for step in trajectory.steps if step.final or step.action)
+    assert Trajectory.from_json(trajectory.to_json()) == trajectory
+    later = trajectory.steps[1:]
+    # every step after the first reuses the prompt it grew from
+    assert all(step.usage.cached_tokens > 0 for step in later)
+
+
+def test_corrupt_gguf_is_a_model_error(tmp_path: Path) -> None:
+    from offline_agent.backends.llamacpp import LlamaCppBackend
+
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF" + bytes(range(256)) * 64)
+    with pytest.raises(ModelError):
+        LlamaCppBackend(corrupt)
+
+
+def _ask(*prefix: str, home: Path, trace: Path) -> subprocess.CompletedProcess[str]:
+    command = [*prefix, sys.executable, "-m", "offline_agent.cli", "ask", QUESTIONS[2], "--model",
+               "smollm2-135m-instruct", "--max-steps", "4", "--json", "--trace", str(trace)]
+    return subprocess.run(command, capture_output=True, text=True, env=cli_env(home), timeout=600)
+
+
+def check_trajectory_output(result: subprocess.CompletedProcess[str], trace: Path) -> None:
+    assert result.returncode in (0, 3), result.stderr
+    assert "Traceback" not in result.stderr
+    data = json.loads(result.stdout)
+    trajectory = Trajectory.from_dict(data)
+    assert trajectory.stop_reason in STOP_REASONS and trajectory.steps
+    assert trajectory.model["sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    assert len(trajectory.grammar_sha256) == 64 and len(trajectory.prompt_sha256) == 64
+    assert trajectory.corpus and trajectory.corpus.endswith("docs")
+    assert "── step 1" in result.stderr and "Thought:" in result.stderr
+    lines = trace.read_text().splitlines()
+    assert Trajectory.from_json(lines[-1]) == trajectory
+
+
+def test_ask_on_the_sample_corpus(tmp_path: Path) -> None:
+    check_trajectory_output(_ask(home=tmp_path / "home", trace=tmp_path / "trace.jsonl"), tmp_path / "trace.jsonl")
+
+
+def test_ask_works_without_network(tmp_path: Path) -> None:
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare (util-linux) is needed to check that ask runs without network")
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this sandbox does not allow network namespaces: {probe.stderr.decode().strip()}")
+    check_trajectory_output(
+        _ask("unshare", "-n", home=tmp_path / "home", trace=tmp_path / "trace.jsonl"), tmp_path / "trace.jsonl"
+    )
