@@ -51,12 +51,12 @@ class PromptParts:
         return hashlib.sha256(f"{self.system}\0{self.user}".encode()).hexdigest()
 
 
-def react_prompt(question: str, tools: Sequence[Any], *, max_steps: int) -> PromptParts:
-    """The ReAct instructions with the run's tools and examples, and the question."""
-    system = Template(prompt_text("react_system.txt")).substitute(
+def agent_prompt(name: str, question: str, tools: Sequence[Any], *, max_steps: int) -> PromptParts:
+    """A strategy's instructions (`<name>_system.txt`) with the run's tools and examples, and the question."""
+    system = Template(prompt_text(f"{name}_system.txt")).substitute(
         tools=describe_tools(tools),
         max_steps=max_steps,
-        examples=prompt_text("react_examples.txt").strip(),
+        examples=prompt_text(f"{name}_examples.txt").strip(),
     )
     return PromptParts(system=system.strip(), user=f"Question: {question.strip()}")
 

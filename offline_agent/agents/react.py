@@ -26,7 +26,7 @@ from offline_agent.backends.base import Backend
 from offline_agent.errors import ContextOverflowError, StepParseError
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.parse import StepParser, parser_for
-from offline_agent.prompts import PromptParts, react_prompt, render_chat, scratchpad_entry
+from offline_agent.prompts import PromptParts, agent_prompt, render_chat, scratchpad_entry
 from offline_agent.steps import Step, StepRecord, Trajectory
 from offline_agent.tools.base import ToolRegistry
 
@@ -83,6 +83,11 @@ class ReActAgent:
     """Thought, then Action or Final, step after step, over a backend and a tool registry."""
 
     name = "react"
+    # What a strategy changes: whether steps carry a Thought line, whether they may call tools, and the files of
+    # its instructions and examples in prompt_files/ ("<prompt_name>_system.txt", "<prompt_name>_examples.txt").
+    uses_thought = True
+    uses_tools = True
+    prompt_name = "react"
 
     def __init__(
         self,
@@ -98,8 +103,8 @@ class ReActAgent:
         c = self.config
         self.spec = GrammarSpec(
             tools=tools.specs(),
-            thought=True,
-            allow_action=len(tools) > 0,
+            thought=self.uses_thought,
+            allow_action=self.uses_tools and len(tools) > 0,
             allow_final=True,
             thought_max=c.thought_max,
             argument_max=c.argument_max,
@@ -115,7 +120,8 @@ class ReActAgent:
         return hashlib.sha256(f"{self.grammar.sha256}\0{self.final_grammar.sha256}".encode()).hexdigest()
 
     def prompt_parts(self, question: str) -> PromptParts:
-        return react_prompt(question, list(self.tools), max_steps=self.config.max_steps)
+        tools = list(self.tools) if self.uses_tools else []
+        return agent_prompt(self.prompt_name, question, tools, max_steps=self.config.max_steps)
 
     def prompt_prefix(self, parts: PromptParts) -> str:
         """The chat-template part of the prompt, up to where the assistant writes its first step."""
