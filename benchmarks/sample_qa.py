@@ -42,8 +42,11 @@ def main() -> int:
     session = Session(backend=backend, index=index, corpus=corpus)
     config = AgentConfig(max_steps=args.max_steps, seed=args.seed, grammar=not args.no_grammar)
     described = backend.describe()
-    print(f"model {described['name']} sha256 {described['sha256']} (loaded in {load_s:.1f} s); "
-          f"{len(rows)} questions; grammar {'off' if args.no_grammar else 'on'}", file=sys.stderr)
+    print(
+        f"model {described['name']} sha256 {described['sha256']} (loaded in {load_s:.1f} s); "
+        f"{len(rows)} questions; grammar {'off' if args.no_grammar else 'on'}",
+        file=sys.stderr,
+    )
 
     ems, f1s, seconds, steps, stops = [], [], [], [], {}
     evaluated, added = [], []
@@ -55,13 +58,16 @@ def main() -> int:
         seconds.append(trajectory.seconds)
         steps.append(len(trajectory.steps))
         stops[trajectory.stop_reason] = stops.get(trajectory.stop_reason, 0) + 1
-        for before, step in zip(trajectory.steps, trajectory.steps[1:]):
+        for before, step in zip(trajectory.steps, trajectory.steps[1:], strict=False):
             evaluated.append(step.usage.evaluated_tokens)
             added.append(step.usage.prompt_tokens - before.usage.prompt_tokens)
         if args.out:
             append_trace(args.out, trajectory)
-        print(f"{row['id']}\tEM {em:.0f}\tF1 {f1:.2f}\t{trajectory.seconds:6.1f} s\t{len(trajectory.steps)} steps\t"
-              f"{trajectory.stop_reason}\t{trajectory.answer!r}\tgold {row['answer']!r}", flush=True)
+        print(
+            f"{row['id']}\tEM {em:.0f}\tF1 {f1:.2f}\t{trajectory.seconds:6.1f} s\t{len(trajectory.steps)} steps\t"
+            f"{trajectory.stop_reason}\t{trajectory.answer!r}\tgold {row['answer']!r}",
+            flush=True,
+        )
 
     n = len(rows)
     print(
@@ -70,8 +76,10 @@ def main() -> int:
         f"steps/question {statistics.mean(steps):.2f}  stop reasons {stops}"
     )
     if added:
-        print(f"steps after the first: prompt tokens evaluated median {statistics.median(evaluated):.0f}, "
-              f"prompt tokens added median {statistics.median(added):.0f}")
+        print(
+            f"steps after the first: prompt tokens evaluated median {statistics.median(evaluated):.0f}, "
+            f"prompt tokens added median {statistics.median(added):.0f}"
+        )
     return 0
 
 

@@ -14,7 +14,8 @@ at `]` blocks a `]\\n` token and the model keeps writing), and a line break may 
 exactly one blocks the `\\n\\n` token).
 
 Limits: JSON arguments are flat objects whose properties appear in schema order, with at most one space after
-`{`, `:` and `,` and before `}`; strings exclude control characters and square brackets, and allow the escapes \\" \\\\ \\b \\f \\n \\r \\t only.
+`{`, `:` and `,` and before `}`; strings exclude control characters and square brackets, and allow only the
+escapes \\" \\\\ \\b \\f \\n \\r \\t.
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def _render(spec: GrammarSpec, dialect: str) -> str:
     parts: list[str] = []
     if spec.thought:
         thought_text = w.line("thought_text", _TEXT_FIRST, _TEXT_REST, spec.thought_max)
-        parts.append(w.rule("thought", f'{w.literal("Thought: ")} {thought_text} {line_break}'))
+        parts.append(w.rule("thought", f"{w.literal('Thought: ')} {thought_text} {line_break}"))
 
     choices: list[str] = []
     tools = spec.callable_tools
@@ -209,10 +210,10 @@ def _render(spec: GrammarSpec, dialect: str) -> str:
                 inner = _json_object(w, tool, spec)
             calls.append(w.rule(f"call_{tool.name}", f"{w.literal(tool.name + '[')} {inner} {w.literal(']')}"))
         call = w.rule("call", " | ".join(calls))
-        choices.append(w.rule("action", f'{w.literal("Action: ")} {call} {step_end}'))
+        choices.append(w.rule("action", f"{w.literal('Action: ')} {call} {step_end}"))
     if spec.allow_final:
         final_text = w.line("final_text", _TEXT_FIRST, _TEXT_REST, spec.final_max)
-        choices.append(w.rule("final", f'{w.literal("Final: ")} {final_text} {step_end}'))
+        choices.append(w.rule("final", f"{w.literal('Final: ')} {final_text} {step_end}"))
 
     ending = choices[0] if len(choices) == 1 else f"({' | '.join(choices)})"
     return w.text(" ".join([*parts, ending]))

@@ -269,14 +269,10 @@ def resolve_model(
 
 
 def _unknown_model(name: str, specs: dict[str, ModelSpec]) -> ConfigError:
-    return ConfigError(
-        f"unknown model {name!r}; choose from {sorted(specs)}, or give the path of a .gguf file"
-    )
+    return ConfigError(f"unknown model {name!r}; choose from {sorted(specs)}, or give the path of a .gguf file")
 
 
-def verify_model(
-    name_or_path: str, *, registry: Path | None = None, progress: Progress | None = None
-) -> ResolvedModel:
+def verify_model(name_or_path: str, *, registry: Path | None = None, progress: Progress | None = None) -> ResolvedModel:
     """Re-hash a model fully, ignoring every cache; raise ModelError on a mismatch, refresh the caches."""
     specs = load_registry(registry)
     spec = specs.get(name_or_path)
@@ -384,8 +380,7 @@ def _part_paths(spec: ModelSpec) -> list[Path]:
         path = _locate_part(part.package, part.path)
         if path is None:
             raise ModelError(
-                f"model {spec.name!r} is not installed (package {part.package} not found); "
-                f"run: {spec.install_command}"
+                f"model {spec.name!r} is not installed (package {part.package} not found); run: {spec.install_command}"
             )
         if not path.is_file():
             raise ModelError(

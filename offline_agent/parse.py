@@ -14,7 +14,13 @@ from functools import lru_cache
 from typing import Any
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import LarkError, VisitError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    LarkError,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 
 from offline_agent.errors import GrammarError, StepParseError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, StepGrammar, build_grammar, check_json_argument

@@ -55,7 +55,9 @@ def load_llama_backend(
     elif chat_format == "chatml":
         template = _CHATML
     else:
-        raise ConfigError(f"model {resolved.name!r}: unsupported chat_format {chat_format!r}; use template, none or chatml")
+        raise ConfigError(
+            f"model {resolved.name!r}: unsupported chat_format {chat_format!r}; use template, none or chatml"
+        )
     return LlamaCppBackend(
         resolved.path,
         context_size=context_size or (spec.n_ctx if spec else 4096),

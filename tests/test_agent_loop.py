@@ -149,7 +149,11 @@ def test_cut_off_twice_stops_with_error(tiny_index) -> None:
 def test_last_step_allows_only_final(tiny_index) -> None:
     agent, backend = make_agent(
         tiny_index,
-        ["Thought: a\nAction: search[Warsaw]", "Thought: b\nAction: search[Poland]", "Thought: c\nFinal: Poland"],
+        [
+            "Thought: a\nAction: search[Warsaw]",
+            "Thought: b\nAction: search[Poland]",
+            "Thought: c\nFinal: Poland",
+        ],
         max_steps=3,
     )
     trajectory = agent.run("q")
@@ -203,7 +207,8 @@ def test_context_overflow_stops_with_error(tiny_index) -> None:
 
 def test_observation_is_cut_to_the_token_budget(tiny_index) -> None:
     agent, _ = make_agent(
-        tiny_index, ["Thought: a\nAction: search[Curie Warsaw Vistula Poland]", "Thought: b\nFinal: x"],
+        tiny_index,
+        ["Thought: a\nAction: search[Curie Warsaw Vistula Poland]", "Thought: b\nFinal: x"],
         observation_tokens=20,
     )
     observation = agent.run("q").steps[0].observation
@@ -233,7 +238,10 @@ def test_trajectory_records_what_makes_it_reproducible(tiny_index) -> None:
     assert trajectory.version == __version__ and trajectory.model["name"] == "scripted"
     again, _ = make_agent(tiny_index, ["Thought: a\nFinal: b"], seed=7, temperature=0.5)
     repeat = again.run("q")
-    assert (repeat.prompt_sha256, repeat.grammar_sha256) == (trajectory.prompt_sha256, trajectory.grammar_sha256)
+    assert (repeat.prompt_sha256, repeat.grammar_sha256) == (
+        trajectory.prompt_sha256,
+        trajectory.grammar_sha256,
+    )
 
 
 def test_model_that_fails_mid_run_propagates(tiny_index) -> None:

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, cli_env
 
 GOLDEN = ROOT / "tests" / "golden"
@@ -40,8 +39,19 @@ def test_help_everywhere(command: list[str]) -> None:
 
 def test_ask_help_lists_the_documented_options() -> None:
     text = run("ask", "--help").stdout
-    for option in ["--corpus", "--model", "--max-steps", "--max-seconds", "--temperature", "--seed", "--json",
-                   "--trace", "--gpu-layers", "OFFLINE_AGENT_MODEL", "OFFLINE_AGENT_GPU_LAYERS"]:
+    for option in [
+        "--corpus",
+        "--model",
+        "--max-steps",
+        "--max-seconds",
+        "--temperature",
+        "--seed",
+        "--json",
+        "--trace",
+        "--gpu-layers",
+        "OFFLINE_AGENT_MODEL",
+        "OFFLINE_AGENT_GPU_LAYERS",
+    ]:
         assert option in text, option
 
 
@@ -86,7 +96,9 @@ def test_empty_corpus(isolated_home: Path, tmp_path: Path) -> None:
 def test_bad_environment_value(isolated_home: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "offline_agent.cli", "ask", "Who?"],
-        capture_output=True, text=True, env={**cli_env(isolated_home), "OFFLINE_AGENT_GPU_LAYERS": "many"},
+        capture_output=True,
+        text=True,
+        env={**cli_env(isolated_home), "OFFLINE_AGENT_GPU_LAYERS": "many"},
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
 

@@ -6,12 +6,12 @@ import json
 import re
 
 import pytest
+from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 from lark import Lark
 
-from conftest import ROOT
 from offline_agent.errors import ConfigError, GrammarError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar
 from offline_agent.parse import StepParser
@@ -158,8 +158,29 @@ def test_strings_generated_from_lark_are_accepted_by_the_gbnf(name: str) -> None
 
 
 _PIECES = st.sampled_from(
-    ["Thought: ", "Action: ", "Final: ", "search[", "lookup[", "calculator[", "]", "\n", "\n\n", " ", "[",
-     '{"expression": ', '"', "}", "\\", "x", "Ed Wood", "3*7", "é", "\t", "Observation: "]
+    [
+        "Thought: ",
+        "Action: ",
+        "Final: ",
+        "search[",
+        "lookup[",
+        "calculator[",
+        "]",
+        "\n",
+        "\n\n",
+        " ",
+        "[",
+        '{"expression": ',
+        '"',
+        "}",
+        "\\",
+        "x",
+        "Ed Wood",
+        "3*7",
+        "é",
+        "\t",
+        "Observation: ",
+    ]
 )
 
 

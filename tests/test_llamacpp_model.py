@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, cli_env
+
 from offline_agent.agents import AgentConfig, ReActAgent
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ContextOverflowError, ModelError
@@ -42,7 +42,9 @@ def agent_prompts(backend, index) -> list[tuple[ReActAgent, str]]:
         agent = ReActAgent(backend, build_tools(index))
         prompts.append((agent, agent.prompt_prefix(agent.prompt_parts(question))))
     # A second-step prompt, with a real Observation in the scratchpad (the first step scripted).
-    scripted = ScriptedBackend([f"Thought: I search first.\nAction: search[{QUESTIONS[0][:40]}]", "Thought: x\nFinal: x"])
+    scripted = ScriptedBackend(
+        [f"Thought: I search first.\nAction: search[{QUESTIONS[0][:40]}]", "Thought: x\nFinal: x"]
+    )
     scripted.chat_template = backend.chat_template
     first = ReActAgent(scripted, build_tools(index)).run(QUESTIONS[0])
     agent = ReActAgent(backend, build_tools(index))
@@ -130,8 +132,21 @@ def test_corrupt_gguf_is_a_model_error(tmp_path: Path) -> None:
 
 
 def _ask(*prefix: str, home: Path, trace: Path) -> subprocess.CompletedProcess[str]:
-    command = [*prefix, sys.executable, "-m", "offline_agent.cli", "ask", QUESTIONS[2], "--model",
-               "smollm2-135m-instruct", "--max-steps", "4", "--json", "--trace", str(trace)]
+    command = [
+        *prefix,
+        sys.executable,
+        "-m",
+        "offline_agent.cli",
+        "ask",
+        QUESTIONS[2],
+        "--model",
+        "smollm2-135m-instruct",
+        "--max-steps",
+        "4",
+        "--json",
+        "--trace",
+        str(trace),
+    ]
     return subprocess.run(command, capture_output=True, text=True, env=cli_env(home), timeout=600)
 
 
@@ -160,5 +175,6 @@ def test_ask_works_without_network(tmp_path: Path) -> None:
     if probe.returncode != 0:
         pytest.skip(f"this sandbox does not allow network namespaces: {probe.stderr.decode().strip()}")
     check_trajectory_output(
-        _ask("unshare", "-n", home=tmp_path / "home", trace=tmp_path / "trace.jsonl"), tmp_path / "trace.jsonl"
+        _ask("unshare", "-n", home=tmp_path / "home", trace=tmp_path / "trace.jsonl"),
+        tmp_path / "trace.jsonl",
     )

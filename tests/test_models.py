@@ -132,8 +132,7 @@ def test_registry_entries_match_the_installed_packages_records() -> None:
     for spec in models.load_registry().values():
         try:
             records = {
-                part.path: {str(f): f for f in metadata.distribution(part.package).files or []}
-                for part in spec.parts
+                part.path: {str(f): f for f in metadata.distribution(part.package).files or []} for part in spec.parts
             }
         except metadata.PackageNotFoundError:
             continue

@@ -216,7 +216,7 @@ class LlamaCppBackend:
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -226,4 +226,3 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 def _find_stop(text: str, stop: Sequence[str]) -> int | None:
     positions = [text.find(marker) for marker in stop if marker and marker in text]
     return min(positions) if positions else None
-

@@ -62,21 +62,76 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
 
 @click.command("ask")
 @click.argument("question")
-@click.option("--corpus", "-c", metavar="DIR_OR_INDEX", help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.")
-@click.option("--model", "-m", metavar="NAME_OR_PATH", envvar="OFFLINE_AGENT_MODEL", help="Registry name or .gguf path [env OFFLINE_AGENT_MODEL; default: the registry default].")
+@click.option(
+    "--corpus",
+    "-c",
+    metavar="DIR_OR_INDEX",
+    help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
+)
+@click.option(
+    "--model",
+    "-m",
+    metavar="NAME_OR_PATH",
+    envvar="OFFLINE_AGENT_MODEL",
+    help="Registry name or .gguf path [env OFFLINE_AGENT_MODEL; default: the registry default].",
+)
 @click.option("--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy.")
-@click.option("--max-steps", type=click.IntRange(1, 50), default=8, show_default=True, help="Most model turns; the last one may only answer.")
-@click.option("--max-seconds", type=click.FloatRange(min=0.1), default=None, help="Stop after this many seconds (stop reason timeout).")
-@click.option("--temperature", "-t", type=click.FloatRange(0.0, 5.0), default=0.0, show_default=True, help="Sampling temperature; 0 is greedy.")
+@click.option(
+    "--max-steps",
+    type=click.IntRange(1, 50),
+    default=8,
+    show_default=True,
+    help="Most model turns; the last one may only answer.",
+)
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    help="Stop after this many seconds (stop reason timeout).",
+)
+@click.option(
+    "--temperature",
+    "-t",
+    type=click.FloatRange(0.0, 5.0),
+    default=0.0,
+    show_default=True,
+    help="Sampling temperature; 0 is greedy.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (recorded in the trajectory).")
-@click.option("--max-tokens", type=click.IntRange(16, 4096), default=192, show_default=True, help="Most tokens per step (a cut-off step is retried once with twice as many).")
-@click.option("--gpu-layers", type=int, envvar="OFFLINE_AGENT_GPU_LAYERS", default=0, show_default=True, help="Layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS].")
-@click.option("--context-size", type=click.IntRange(512, 131072), default=None, help="Context window in tokens [default: the registry's n_ctx, else 4096].")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(16, 4096),
+    default=192,
+    show_default=True,
+    help="Most tokens per step (a cut-off step is retried once with twice as many).",
+)
+@click.option(
+    "--gpu-layers",
+    type=int,
+    envvar="OFFLINE_AGENT_GPU_LAYERS",
+    default=0,
+    show_default=True,
+    help="Layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS].",
+)
+@click.option(
+    "--context-size",
+    type=click.IntRange(512, 131072),
+    default=None,
+    help="Context window in tokens [default: the registry's n_ctx, else 4096].",
+)
 @click.option("--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
-@click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), help="Append the trajectory as one JSON line to this file.")
+@click.option(
+    "--trace",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append the trajectory as one JSON line to this file.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the steps on stderr.")
-@click.option("--verbose", is_flag=True, help="Show llama.cpp's own log on stderr (e.g. how many layers went to the GPU).")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show llama.cpp's own log on stderr (e.g. how many layers went to the GPU).",
+)
 def ask(
     question: str,
     corpus: str | None,

@@ -54,7 +54,10 @@ def show(tools: str, final_only: bool, no_thought: bool, fmt: str) -> None:
     elif fmt == "lark":
         click.echo(built.lark, nl=False)
     else:
-        click.echo(f"# GBNF (llama.cpp, llguidance)  sha256 {built.sha256}\n{built.gbnf}\n# Lark (parser)\n{built.lark}", nl=False)
+        click.echo(
+            f"# GBNF (llama.cpp, llguidance)  sha256 {built.sha256}\n{built.gbnf}\n# Lark (parser)\n{built.lark}",
+            nl=False,
+        )
 
 
 @grammar.command("check")
@@ -62,7 +65,12 @@ def show(tools: str, final_only: bool, no_thought: bool, fmt: str) -> None:
 @_tools_option
 @_final_option
 @_thought_option
-@click.option("--gbnf", "with_gbnf", is_flag=True, help="Also check each file against the GBNF (llguidance) and report disagreement.")
+@click.option(
+    "--gbnf",
+    "with_gbnf",
+    is_flag=True,
+    help="Also check each file against the GBNF (llguidance) and report disagreement.",
+)
 def check(files: tuple[Path, ...], tools: str, final_only: bool, no_thought: bool, with_gbnf: bool) -> None:
     """Check step files (one step each) against the Lark grammar; point at the first error.
 

@@ -69,15 +69,7 @@ def _eval(node: ast.AST) -> Any:
         return _UNARY[type(node.op)](_eval(node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow):
-            if abs(right) > MAX_EXPONENT:
-                raise ToolError(f"exponent above {MAX_EXPONENT}")
-            if isinstance(left, int) and isinstance(right, int) and right > 0:
-                if left not in (0, 1, -1) and right * math.log10(abs(left)) > MAX_DIGITS:
-                    raise ToolError(f"result over {MAX_DIGITS} digits")
-        if isinstance(node.op, ast.Mult) and isinstance(left, int) and isinstance(right, int):
-            if _digits(left) + _digits(right) > MAX_DIGITS:
-                raise ToolError(f"result over {MAX_DIGITS} digits")
+        _check_size(node.op, left, right)
         result = _BINARY[type(node.op)](left, right)
         if isinstance(result, complex):
             raise ToolError("result is not a real number")
@@ -91,6 +83,22 @@ def _eval(node: ast.AST) -> Any:
         except (TypeError, ValueError) as exc:
             raise ToolError(f"{node.func.id}: {exc}") from None
     raise ToolError(f"not allowed in arithmetic: {type(node).__name__.lower()}")
+
+
+def _check_size(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse a power or product whose exact integer result would be huge, before computing it."""
+    if isinstance(op, ast.Pow) and abs(right) > MAX_EXPONENT:
+        raise ToolError(f"exponent above {MAX_EXPONENT}")
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return  # floats overflow to an error instead of growing
+    if isinstance(op, ast.Pow) and right > 0 and abs(left) > 1:
+        digits = right * math.log10(abs(left))
+    elif isinstance(op, ast.Mult):
+        digits = _digits(left) + _digits(right)
+    else:
+        return
+    if digits > MAX_DIGITS:
+        raise ToolError(f"result over {MAX_DIGITS} digits")
 
 
 def _digits(value: int) -> int:
