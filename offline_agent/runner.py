@@ -39,6 +39,8 @@ def load_llama_backend(
     gpu_layers: int = 0,
     context_size: int | None = None,
     seed: int = 0,
+    grammar_engine: str = "llguidance",
+    jump_forward: bool = True,
     verbose: bool = False,
 ) -> Any:
     """Resolve `model` (registry name, .gguf path, or None for the default) and load it in llama.cpp."""
@@ -66,6 +68,8 @@ def load_llama_backend(
         model_name=resolved.name,
         sha256=resolved.sha256,
         chat_template=template,
+        grammar_engine=grammar_engine,
+        jump_forward=jump_forward,
         verbose=verbose,
     )
 

@@ -91,6 +91,9 @@ class Completion:
     finish_reason: str = "stop"
     usage: Usage = field(default_factory=Usage)
     timings: Timings = field(default_factory=Timings)
+    tokens: list[int] = field(default_factory=list)  # the generated token ids, when the backend has them
+    masked_tokens: int = 0  # tokens for which the grammar's full mask had to be computed
+    forced_tokens: int = 0  # tokens the grammar forced, appended without sampling (jump-forward)
 
 
 @dataclass

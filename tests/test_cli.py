@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env
+from support import ROOT, cli_env
 
 GOLDEN = ROOT / "tests" / "golden"
 

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark

@@ -14,9 +14,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from offline_agent.backends.base import TokenCallback
-from offline_agent.errors import ContextOverflowError, ModelError
+from offline_agent.backends.guided import GrammarCache, SamplingSettings, TokenSampler, next_token
+from offline_agent.errors import ConfigError, ContextOverflowError, ModelError
 from offline_agent.steps import Completion, Timings, Usage
+
+# "llguidance": check sampled tokens, mask only on rejection, jump forward (fast; the default).
+# "llama.cpp": llama-cpp-python's grammar= sampler, which checks the whole vocabulary at every token (reference).
+GRAMMAR_ENGINES = ("llguidance", "llama.cpp")
 
 # llama.cpp's own sampling defaults; temperature 0 is greedy and ignores them.
 _TOP_K = 40
@@ -51,8 +58,12 @@ class LlamaCppBackend:
         model_name: str | None = None,
         sha256: str | None = None,
         chat_template: str | None = "template",
+        grammar_engine: str = "llguidance",
+        jump_forward: bool = True,
         verbose: bool = False,
     ) -> None:
+        if grammar_engine not in GRAMMAR_ENGINES:
+            raise ConfigError(f"unknown grammar engine {grammar_engine!r}; choose from {sorted(GRAMMAR_ENGINES)}")
         llama_cpp = _import_llama_cpp()
         path = Path(model_path)
         if not path.is_file():
@@ -82,6 +93,9 @@ class LlamaCppBackend:
             self.chat_template = chat_template
         self._bos_text = self._token_text(self.llm.token_bos())
         self._grammars: dict[str, Any] = {}
+        self.grammar_engine = grammar_engine
+        self.jump_forward = jump_forward
+        self._guide: GrammarCache | None = None
 
     def _token_text(self, token: int) -> str | None:
         if token < 0:
@@ -131,72 +145,96 @@ class LlamaCppBackend:
         on_token: TokenCallback | None = None,
         deadline: float | None = None,
     ) -> Completion:
-        """Write one turn after `prompt`; stops on EOS, a stop string, max_tokens or the monotonic `deadline`."""
-        llm = self.llm
+        """Write one turn after `prompt`; stops on EOS, a complete grammar, a stop string, max_tokens or the
+        monotonic `deadline` (finish reason "interrupted")."""
         tokens = self.tokenize(prompt, prompt=True)
         if len(tokens) + max_tokens > self.context_size:
             raise ContextOverflowError(
                 f"the prompt ({len(tokens)} tokens) plus {max_tokens} new tokens exceed the context window "
                 f"of {self.context_size} tokens"
             )
-        cached = _common_prefix(llm.input_ids.tolist(), tokens)
-        if cached == len(tokens):
-            cached -= 1  # llama-cpp-python replays the last prompt token to refresh the logits
-        compiled = self.compile_grammar(grammar) if grammar else None
-        if seed is not None:
-            llm.set_seed(seed)
-
-        out: list[int] = []
-        text = ""
-        finish = "length"
-        cut_by_stop = False
-        started = time.perf_counter()
-        first_token_at: float | None = None
+        stream = _Stream(self.llm, max_tokens, stop, on_token, deadline)
+        sampling = SamplingSettings(temperature=temperature, top_k=_TOP_K, top_p=_TOP_P, min_p=_MIN_P)
         try:
-            generator = llm.generate(
-                tokens,
-                temp=temperature,
-                top_k=_TOP_K,
-                top_p=_TOP_P,
-                min_p=_MIN_P,
-                repeat_penalty=1.0,
-                grammar=compiled,
-            )
-            for token in generator:
-                if first_token_at is None:
-                    first_token_at = time.perf_counter()
-                if llm.token_eos() == token or self._is_end_of_generation(token):
-                    finish = "stop"
-                    break
-                out.append(token)
-                new_text = llm.detokenize(out).decode("utf-8", errors="ignore")
-                stop_at = _find_stop(new_text, stop)
-                if stop_at is not None:
-                    new_text = new_text[:stop_at]
-                if on_token is not None and len(new_text) > len(text):
-                    on_token(new_text[len(text) :])
-                text = new_text
-                if stop_at is not None:
-                    finish, cut_by_stop = "stop", True
-                    break
-                if len(out) >= max_tokens:
-                    finish = "length"
-                    break
-                if deadline is not None and time.monotonic() > deadline:
-                    finish = "interrupted"
-                    break
+            if grammar is not None and self.grammar_engine == "llama.cpp":
+                cached = self._run_llama_grammar(tokens, grammar, sampling, seed, stream)
+            else:
+                cached = self._run_guided(tokens, grammar, sampling, seed, stream)
         except (RuntimeError, ValueError) as exc:
             raise ModelError(f"llama.cpp failed while generating: {exc}") from exc
-        ended = time.perf_counter()
-        first = first_token_at or ended
-        if not cut_by_stop:
-            text = llm.detokenize(out).decode("utf-8", errors="replace")
-        return Completion(
-            text=text,
-            finish_reason=finish,
-            usage=Usage(prompt_tokens=len(tokens), cached_tokens=max(cached, 0), generated_tokens=len(out)),
-            timings=Timings(prompt_s=first - started, generate_s=ended - first, grammar_s=0.0),
+        return stream.completion(len(tokens), cached)
+
+    def _reuse_prefix(self, tokens: list[int]) -> int:
+        """How many leading prompt tokens are already in llama.cpp's cache (at least one is always re-evaluated,
+        so the logits are fresh)."""
+        cached = _common_prefix(self.llm.input_ids.tolist(), tokens)
+        return min(cached, len(tokens) - 1)
+
+    def _run_guided(
+        self, tokens: list[int], grammar: str | None, sampling: SamplingSettings, seed: int | None, stream: _Stream
+    ) -> int:
+        """The fast path: llguidance checks sampled tokens, masks only on rejection, and jumps forward."""
+        llm = self.llm
+        matcher = None
+        if grammar is not None:
+            if self._guide is None:
+                self._guide = GrammarCache(llm)
+            matcher = self._guide.matcher(grammar)
+        sampler = TokenSampler(sampling, seed)
+        cached = self._reuse_prefix(tokens)
+        llm.n_tokens = cached  # eval() drops the cache past this point before decoding the rest
+        llm.eval(tokens[cached:])
+        stream.prompt_done()
+        get_logits = self._llama_cpp.llama_get_logits_ith
+        n_vocab = llm.n_vocab()
+        while True:
+            logits = np.ctypeslib.as_array(get_logits(llm._ctx.ctx, -1), shape=(n_vocab,))
+            checked = time.perf_counter()
+            token, masked = next_token(sampler, logits, matcher, self._guide)
+            if self._is_end_of_generation(token):
+                stream.grammar_time(checked)
+                stream.finish("stop")
+                return cached
+            new = [token]
+            if matcher is not None:
+                matcher.consume_token(token)
+                if self.jump_forward and not matcher.is_stopped():
+                    forced = matcher.compute_ff_tokens()
+                    if forced and matcher.consume_tokens(forced):
+                        new += forced
+                stream.grammar_time(checked, masked=masked, forced=len(new) - 1)
+            if not stream.add(new):
+                return cached
+            if matcher is not None and matcher.is_stopped():
+                stream.finish("stop")  # the grammar is complete: no need to ask for the end-of-text token
+                return cached
+            llm.eval(new)
+
+    def _run_llama_grammar(
+        self, tokens: list[int], grammar: str, sampling: SamplingSettings, seed: int | None, stream: _Stream
+    ) -> int:
+        """The reference path: llama.cpp's own grammar sampler (it checks the whole vocabulary at every token)."""
+        llm = self.llm
+        cached = self._reuse_prefix(tokens)
+        if seed is not None:
+            llm.set_seed(seed)
+        generator = llm.generate(
+            tokens,
+            temp=sampling.temperature,
+            top_k=sampling.top_k,
+            top_p=sampling.top_p,
+            min_p=sampling.min_p,
+            repeat_penalty=1.0,
+            grammar=self.compile_grammar(grammar),
         )
+        for token in generator:
+            stream.prompt_done()
+            if self._is_end_of_generation(token):
+                stream.finish("stop")
+                break
+            if not stream.add([token]):
+                break
+        return cached
 
     def _is_end_of_generation(self, token: int) -> bool:
         vocab = self.llm._model.vocab
@@ -211,7 +249,78 @@ class LlamaCppBackend:
             "gpu_layers": self.gpu_layers,
             "threads": self.threads,
             "backend": self.name,
+            "grammar_engine": self.grammar_engine,
+            "jump_forward": self.jump_forward,
         }
+
+
+class _Stream:
+    """The text of one completion as tokens arrive: stop strings, max_tokens, the deadline, and the clock."""
+
+    def __init__(
+        self, llm: Any, max_tokens: int, stop: Sequence[str], on_token: TokenCallback | None, deadline: float | None
+    ) -> None:
+        self.llm = llm
+        self.max_tokens = max_tokens
+        self.stop = [marker for marker in stop if marker]
+        self.on_token = on_token
+        self.deadline = deadline
+        self.tokens: list[int] = []
+        self.text = ""
+        self.reason = "length"
+        self.cut = False
+        self.started = time.perf_counter()
+        self.prompt_at: float | None = None
+        self.grammar_s = 0.0
+        self.masked = 0
+        self.forced = 0
+
+    def prompt_done(self) -> None:
+        if self.prompt_at is None:
+            self.prompt_at = time.perf_counter()
+
+    def grammar_time(self, since: float, *, masked: bool = False, forced: int = 0) -> None:
+        self.grammar_s += time.perf_counter() - since
+        self.masked += masked
+        self.forced += forced
+
+    def finish(self, reason: str) -> None:
+        self.reason = reason
+
+    def add(self, tokens: list[int]) -> bool:
+        """Take new tokens; False when the completion is over (stop string, max_tokens, deadline)."""
+        self.tokens += tokens
+        text = self.llm.detokenize(self.tokens).decode("utf-8", errors="ignore")
+        stop_at = min((text.find(m) for m in self.stop if m in text), default=None)
+        if stop_at is not None:
+            text, self.cut = text[:stop_at], True
+        if self.on_token is not None and len(text) > len(self.text):
+            self.on_token(text[len(self.text) :])
+        self.text = text
+        if stop_at is not None:
+            self.reason = "stop"
+            return False
+        if len(self.tokens) >= self.max_tokens:
+            self.reason = "length"
+            return False
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.reason = "interrupted"
+            return False
+        return True
+
+    def completion(self, prompt_tokens: int, cached: int) -> Completion:
+        ended = time.perf_counter()
+        first = self.prompt_at or ended
+        text = self.text if self.cut else self.llm.detokenize(self.tokens).decode("utf-8", errors="replace")
+        return Completion(
+            text=text,
+            finish_reason=self.reason,
+            usage=Usage(prompt_tokens=prompt_tokens, cached_tokens=max(cached, 0), generated_tokens=len(self.tokens)),
+            timings=Timings(prompt_s=first - self.started, generate_s=ended - first, grammar_s=self.grammar_s),
+            tokens=list(self.tokens),
+            masked_tokens=self.masked,
+            forced_tokens=self.forced,
+        )
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -221,8 +330,3 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
             break
         n += 1
     return n
-
-
-def _find_stop(text: str, stop: Sequence[str]) -> int | None:
-    positions = [text.find(marker) for marker in stop if marker and marker in text]
-    return min(positions) if positions else None

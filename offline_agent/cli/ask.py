@@ -120,6 +120,15 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
     help="Context window in tokens [default: the registry's n_ctx, else 4096].",
 )
 @click.option("--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step).")
+@click.option(
+    "--grammar-engine",
+    type=click.Choice(["llguidance", "llama.cpp"]),
+    default="llguidance",
+    show_default=True,
+    help="llguidance checks sampled tokens and jumps forward over forced ones (fast); llama.cpp is "
+    "llama-cpp-python's grammar= sampler (checks the whole vocabulary at every token).",
+)
+@click.option("--no-jump-forward", is_flag=True, help="Sample every token, even those the grammar forces.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
     "--trace",
@@ -145,6 +154,8 @@ def ask(
     gpu_layers: int,
     context_size: int | None,
     no_grammar: bool,
+    grammar_engine: str,
+    no_jump_forward: bool,
     as_json: bool,
     trace: Path | None,
     quiet: bool,
@@ -171,7 +182,15 @@ def ask(
     index, corpus_name = open_index(corpus)
     if not quiet:
         click.echo(f"corpus: {corpus_name} ({len(index)} passages)", err=True)
-    backend = load_llama_backend(model, gpu_layers=gpu_layers, context_size=context_size, seed=seed, verbose=verbose)
+    backend = load_llama_backend(
+        model,
+        gpu_layers=gpu_layers,
+        context_size=context_size,
+        seed=seed,
+        grammar_engine=grammar_engine,
+        jump_forward=not no_jump_forward,
+        verbose=verbose,
+    )
     if not quiet:
         described = backend.describe()
         click.echo(f"model: {described['name']} ({described['path']})", err=True)

@@ -1,0 +1,130 @@
+"""Grammar-constrained decoding at the speed of free text, for the llama.cpp backend.
+
+llama-cpp-python's `grammar=` puts llama.cpp's grammar sampler in front of sampling, so every token checks the
+whole vocabulary against the grammar (measured: generation 2x to 4.6x slower). Here the grammar engine is
+llguidance and the vocabulary is checked only when it has to be:
+- the model's candidates are checked first (the top token when greedy, the top-k when sampling); only when one of
+  them is rejected is the full mask computed and applied. When all top-k candidates are allowed, the masked top-k
+  is the same set, so the sampled distribution is exactly the masked one, as with `grammar=`;
+- tokens the grammar forces (`Thought: `, a tool name once its prefix is unique, `[`) are appended without a
+  sampling step (jump-forward) and evaluated in one batch with the token before them;
+- when the grammar is complete the step ends without asking the model for its end-of-text token.
+Grammars are compiled once per grammar text and copied per call; one that does not compile is a GrammarError.
+
+Sampling follows llama.cpp's chain for the same settings (top-k, then top-p and min-p on the probabilities, then
+temperature), drawn from a numpy generator seeded per call, so a seed reproduces a run.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from offline_agent.errors import GrammarError, ModelError
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """What picks the next token: greedy at temperature 0, else llama.cpp's top-k / top-p / min-p / temperature."""
+
+    temperature: float = 0.0
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+
+
+class TokenSampler:
+    """Draws tokens from a logits row, optionally restricted to a grammar's mask, reproducibly from a seed."""
+
+    def __init__(self, settings: SamplingSettings, seed: int | None) -> None:
+        self.settings = settings
+        self.rng = np.random.default_rng(seed)
+
+    def candidates(self, logits: np.ndarray) -> np.ndarray:
+        """The tokens the sampler may pick from, best first (the argmax alone when greedy)."""
+        if self.settings.temperature <= 0.0:
+            return np.array([int(np.argmax(logits))])
+        k = min(self.settings.top_k, logits.shape[0]) if self.settings.top_k > 0 else logits.shape[0]
+        top = np.argpartition(logits, -k)[-k:]
+        top = top[np.isfinite(logits[top])]
+        return top[np.argsort(-logits[top], kind="stable")]
+
+    def pick(self, logits: np.ndarray, candidates: np.ndarray) -> int:
+        """Draw one of `candidates` (best first) with top-p, min-p and temperature applied as llama.cpp does."""
+        if candidates.size == 0:
+            raise ModelError("no token is allowed by the grammar here")
+        if self.settings.temperature <= 0.0 or candidates.size == 1:
+            return int(candidates[0])
+        values = logits[candidates].astype(np.float64)
+        probs = np.exp(values - values[0])
+        probs /= probs.sum()
+        keep = candidates.size
+        if self.settings.top_p < 1.0:
+            keep = min(keep, int(np.searchsorted(np.cumsum(probs), self.settings.top_p) + 1))
+        if self.settings.min_p > 0.0:
+            keep = min(keep, max(1, int(np.sum(probs >= self.settings.min_p * probs[0]))))
+        scaled = values[:keep] / self.settings.temperature
+        weights = np.exp(scaled - scaled[0])
+        weights /= weights.sum()
+        return int(candidates[self.rng.choice(keep, p=weights)])
+
+
+class GrammarCache:
+    """llguidance tokenizer for one llama.cpp vocabulary, and compiled grammars by their GBNF text."""
+
+    def __init__(self, llm: Any) -> None:
+        try:
+            import llguidance
+            import llguidance.llamacpp
+            import llguidance.numpy
+        except ImportError as exc:  # pragma: no cover - a core dependency
+            raise GrammarError("the llguidance grammar engine is not installed: pip install llguidance") from exc
+        self._llg = llguidance
+        self.n_vocab = llm.n_vocab()
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            # llguidance reads every token's attributes through a llama_cpp call that warns once per token.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab, n_vocab=self.n_vocab)
+        self.tokenizer_s = time.perf_counter() - started
+        self._matchers: dict[str, Any] = {}
+        self.compile_s: dict[str, float] = {}
+        self._bitmask = llguidance.numpy.allocate_token_bitmask(1, self.n_vocab)
+
+    def matcher(self, gbnf: str) -> Any:
+        """A fresh matcher at the start of `gbnf` (compiled on first use, copied after)."""
+        pristine = self._matchers.get(gbnf)
+        if pristine is None:
+            started = time.perf_counter()
+            try:
+                grammar = self._llg.grammar_from("gbnf", gbnf)
+            except ValueError as exc:
+                raise GrammarError(f"the grammar does not compile: {exc}") from exc
+            pristine = self._llg.LLMatcher(self.tokenizer, grammar, log_level=0)
+            if pristine.is_error():
+                raise GrammarError(f"the grammar does not compile: {pristine.get_error()}")
+            self._matchers[gbnf] = pristine
+            self.compile_s[gbnf] = time.perf_counter() - started
+        return pristine.deep_copy()
+
+    def masked(self, matcher: Any, logits: np.ndarray) -> np.ndarray:
+        """A copy of `logits` with every token the grammar forbids set to -inf."""
+        self._llg.numpy.fill_next_token_bitmask(matcher, self._bitmask)
+        bits = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[: logits.shape[0]]
+        out = logits.astype(np.float32, copy=True)
+        out[bits == 0] = -np.inf
+        return out
+
+
+def next_token(sampler: TokenSampler, logits: np.ndarray, matcher: Any, cache: GrammarCache | None) -> tuple[int, bool]:
+    """Pick the next token under the grammar; returns it and whether the full mask had to be computed."""
+    candidates = sampler.candidates(logits)
+    if matcher is None or all(matcher.validate_tokens([int(t)]) == 1 for t in candidates):
+        return sampler.pick(logits, candidates), False
+    assert cache is not None
+    masked = cache.masked(matcher, logits)
+    return sampler.pick(masked, sampler.candidates(masked)), True
