@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent
+from offline_agent.agents.strategies import ActAgent, CoTAgent, StandardAgent
 from offline_agent.errors import ConfigError
 
-AGENTS = {"react": ReActAgent}
+AGENTS = {"react": ReActAgent, "act": ActAgent, "cot": CoTAgent, "standard": StandardAgent}
 
 
 def agent_class(name: str) -> type[ReActAgent]:

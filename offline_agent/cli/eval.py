@@ -1,0 +1,305 @@
+"""`offline-agent eval` and `offline-agent report`: run a QA benchmark into a run folder, compare run folders.
+
+A thin layer over `offline_agent.eval`: options in, a progress view on stderr (a bar with running EM, F1 and
+format-error rate on a terminal, one line per question otherwise), the summary table on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from offline_agent.agents import AGENTS
+from offline_agent.eval.corpora import SETTINGS
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+class EvalProgress:
+    """The progress view: a rich bar on a terminal, plain lines otherwise, nothing when quiet."""
+
+    def __init__(self, total: int, done: int, *, quiet: bool, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.total = total
+        self.count = done
+        self.bar: Any = None
+        self.task: Any = None
+        if quiet or not (hasattr(self.stream, "isatty") and self.stream.isatty()):
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("eval"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[scores]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=self.stream),
+            transient=False,
+        )
+        self.task = self.bar.add_task("eval", total=total, completed=done, scores="")
+
+    def __enter__(self) -> EvalProgress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def result(self, row: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        from offline_agent.eval.scoring import running_scores
+
+        self.count += 1
+        scores = running_scores(rows)
+        text = f"EM {_pct(scores['em'])}  F1 {_pct(scores['f1'])}  format errors {_pct(scores['format_error_rate'])}%"
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, scores=text)
+        elif not self.quiet:
+            answer = row["prediction"] if row["prediction"] is not None else f"({row['stop_reason']})"
+            click.echo(
+                f"[{self.count}/{self.total}] {row['id']}  EM {row['em']:.0f}  F1 {row['f1']:.2f}  "
+                f"{row['steps']} steps  {row['seconds']:.1f} s  {answer!r}  |  running {text}",
+                file=self.stream,
+            )
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """The few lines printed at the end of a run."""
+    fmt = summary["format"]
+    seconds = summary["seconds_per_question"]
+    tokens = summary["tokens"]
+    stops = ", ".join(f"{reason} {count}" for reason, count in summary["stop_reasons"].items() if count)
+    return [
+        f"questions {summary['questions']}  EM {_pct(summary['em'])}  F1 {_pct(summary['f1'])}  "
+        f"support recall {_pct(summary['support_recall'])}",
+        f"format: rejected steps {_pct(fmt['rejected_step_rate'])}%  format-error runs "
+        f"{_pct(fmt['format_error_run_rate'])}%  invalid actions {fmt['invalid_actions']} of {fmt['actions']}",
+        f"cost: steps/question {_num(summary['steps_per_question']['mean'])}  seconds/question median "
+        f"{_num(seconds['median'])} p90 {_num(seconds['p90'])}  tokens/question prompt "
+        f"{_num(tokens['prompt_per_question'])} (cached {_num(tokens['cached_per_question'])}) "
+        f"generated {_num(tokens['generated_per_question'])}",
+        f"stop reasons: {stops or 'none'}",
+    ]
+
+
+@click.command("eval")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option(
+    "--model",
+    "-m",
+    metavar="NAME_OR_PATH",
+    envvar="OFFLINE_AGENT_MODEL",
+    help="Registry name or .gguf path [env OFFLINE_AGENT_MODEL; default: the registry default].",
+)
+@click.option(
+    "--agent",
+    default="react",
+    show_default=True,
+    metavar="|".join(AGENTS),
+    help=f"Strategy: one of {', '.join(AGENTS)}.",
+)
+@click.option(
+    "--setting",
+    type=click.Choice(SETTINGS),
+    default=None,
+    help="distractor: each question searches its own context; pooled: one index over all paragraphs "
+    "(or --pool). Default: distractor for a dataset with contexts, else pooled.",
+)
+@click.option(
+    "--pool",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="CORPUS",
+    help="Corpus of the pooled setting: a JSONL of {id, title, text}, a folder of documents, or an index.",
+)
+@click.option(
+    "--grammar",
+    type=click.Choice(["on", "off"]),
+    default="on",
+    show_default=True,
+    help="off: generate unconstrained and let the parser count the format errors.",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run folder [default: runs/<dataset>-<setting>-<agent>-<model>].",
+)
+@click.option(
+    "--max-steps",
+    type=click.IntRange(1, 50),
+    default=8,
+    show_default=True,
+    help="Most model turns per question (cot and standard always take one).",
+)
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    help="Stop a question after this many seconds (stop reason timeout).",
+)
+@click.option(
+    "--max-tokens", type=click.IntRange(16, 4096), default=192, show_default=True, help="Most tokens per step."
+)
+@click.option(
+    "--temperature",
+    "-t",
+    type=click.FloatRange(0.0, 5.0),
+    default=0.0,
+    show_default=True,
+    help="Sampling temperature; 0 is greedy.",
+)
+@click.option(
+    "--context-size",
+    type=click.IntRange(512, 131072),
+    default=None,
+    help="Context window in tokens [default: the registry's n_ctx, else 4096].",
+)
+@click.option(
+    "--gpu-layers",
+    type=int,
+    envvar="OFFLINE_AGENT_GPU_LAYERS",
+    default=0,
+    show_default=True,
+    help="Layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def eval_command(
+    dataset: Path,
+    model: str | None,
+    agent: str,
+    setting: str | None,
+    pool: Path | None,
+    grammar: str,
+    limit: int | None,
+    seed: int,
+    out: Path | None,
+    max_steps: int,
+    max_seconds: float | None,
+    max_tokens: int,
+    temperature: float,
+    context_size: int | None,
+    gpu_layers: int,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Evaluate an agent on DATASET with a local model; results go to a run folder that resumes.
+
+    DATASET is the official HotpotQA JSON (questions with their context paragraphs and supporting facts) or a
+    JSONL of {id, question, answer[, supporting_titles]} searched over --pool (the sample questions default to
+    the sample corpus). Interrupt and rerun the same command to resume: finished questions are skipped, and a
+    larger --limit goes on where the last run stopped. A different configuration (model, agent, grammar, seed,
+    dataset, corpus, ...) is refused in a folder that holds another. The folder holds config.json (what the run
+    is), results.jsonl (one line per question, with the whole trajectory) and summary.json (every question in
+    the folder).
+
+    \b
+    Examples:
+      offline-agent eval corpora/sample/questions.jsonl --limit 10
+      offline-agent eval hotpot_dev_distractor_v1.json --setting pooled --agent cot --limit 50
+      offline-agent eval questions.jsonl --pool corpus.jsonl --grammar off --out runs/react-nogrammar
+
+    Exit status: 0 done, 1 error (one line on stderr; the folder stays resumable), 2 bad usage, 130 interrupted.
+    """
+    from offline_agent.eval.runner import EvalCallbacks, EvalOptions, prepare_evaluation
+
+    def status(message: str) -> None:
+        if not quiet:
+            click.echo(message, err=True)
+
+    options = EvalOptions(
+        dataset=dataset,
+        model=model,
+        agent=agent,
+        setting=setting,
+        pool=pool,
+        grammar=grammar == "on",
+        limit=limit,
+        seed=seed,
+        out=out,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        context_size=context_size,
+        gpu_layers=gpu_layers,
+    )
+    run = prepare_evaluation(options, status=status)
+    pending = len(run.pending)
+    done = len(run.selected) - pending
+    status(
+        f"run folder: {run.folder.path} ("
+        + (f"resuming: {done} done, {pending} to go)" if run.resumed else f"new: {pending} questions)")
+    )
+    with EvalProgress(len(run.selected), done, quiet=quiet) as progress:
+        summary = run.run(EvalCallbacks(on_result=progress.result))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        for line in summary_lines(summary):
+            click.echo(line)
+        status(f"results: {run.folder.results_path}; summary: {run.folder.summary_path}")
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("report"),
+    show_default=True,
+    help="Folder for report.md, report.json and the PNG plots.",
+)
+@click.option("--no-plots", is_flag=True, help="Write the tables only (no matplotlib needed).")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs' summaries as JSON instead of the table.")
+def report(runs: tuple[Path, ...], out: Path, no_plots: bool, as_json: bool) -> None:
+    """Compare run folders: write OUT/report.md with a table and plots, and print the table.
+
+    Each run's figures are recomputed from its results.jsonl. The plots (EM and F1 by question type and level,
+    steps and seconds per question, format errors) need matplotlib: pip install 'offline-agent[report]'.
+    """
+    from offline_agent.eval.report import comparison_table, load_run, markdown_table, unique_names, write_report
+
+    if not no_plots:
+        from offline_agent.eval.plots import require_matplotlib
+
+        require_matplotlib()
+    loaded = unique_names([load_run(path) for path in runs])
+    path, images = write_report(loaded, out, plots=not no_plots)
+    if as_json:
+        click.echo(json.dumps({run.name: run.summary for run in loaded}, indent=2, sort_keys=True))
+    else:
+        click.echo(markdown_table(*comparison_table(loaded)))
+    click.echo(f"report: {path}" + (f" ({len(images)} plots)" if images else ""), err=True)
+
+
+COMMANDS = [eval_command, report]
+
+__all__ = ["COMMANDS", "EvalProgress", "eval_command", "report", "summary_lines"]

@@ -1,0 +1,239 @@
+"""The run folder: config.json, results.jsonl and summary.json, written so that they are never corrupt.
+
+- results.jsonl is only ever appended to, one whole line per question, written and fsynced before the next
+  question starts. If a write fails (a full disk), the file is cut back to its size before the write, so it
+  still holds whole lines only. A torn last line left by a crash or a power cut (no newline at the end, or
+  not JSON) is detected when the folder is opened; `read_results(repair=True)` cuts it off, and readers that
+  must not write (the report) skip it.
+- config.json records what the run is (model, dataset, corpus, agent, grammar and prompt hashes, seed, ...);
+  a rerun whose configuration differs in any field that can change an answer is refused, with the fields
+  named. The question limit, the output folder and machine details (paths, GPU layers) may change.
+- config.json and summary.json are replaced atomically (written aside, fsynced, renamed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from offline_agent.errors import OfflineAgentError
+
+CONFIG = "config.json"
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+LOCK = ".lock"
+
+# Fields of config.json that must match for a run folder to be resumed (dotted paths).
+COMPARED_FIELDS = (
+    "version",
+    "dataset.sha256",
+    "setting",
+    "corpus.sha256",
+    "agent",
+    "agent_config",
+    "model.id",
+    "model.context_size",
+    "grammar",
+    "grammar_sha256",
+    "prompt_sha256",
+    "seed",
+    "tools",
+)
+
+
+class ResultsError(OfflineAgentError):
+    """A run folder that cannot be written, holds a broken results file, or belongs to another configuration."""
+
+
+def _field(config: dict[str, Any], dotted: str) -> Any:
+    value: Any = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The compared fields whose values differ, as "field: OLD there, NEW now"."""
+    out = []
+    for name in COMPARED_FIELDS:
+        before, after = _field(old, name), _field(new, name)
+        if before != after:
+            if isinstance(before, dict) and isinstance(after, dict):
+                keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+                out.extend(f"{name}.{k}: {before.get(k)!r} there, {after.get(k)!r} now" for k in keys)
+            else:
+                out.append(f"{name}: {_short(before)} there, {_short(after)} now")
+    return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else text[:20] + "..."
+
+
+class RunFolder:
+    """One run's folder: its config, its append-only results and its summary."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.config_path = self.path / CONFIG
+        self.results_path = self.path / RESULTS
+        self.summary_path = self.path / SUMMARY
+        self.torn_bytes = 0
+        self._lock_fd: int | None = None
+
+    # ---- config ------------------------------------------------------------------------------------------
+    def read_config(self) -> dict[str, Any] | None:
+        """The recorded config, or None for a new folder."""
+        if not self.config_path.exists():
+            return None
+        try:
+            return json.loads(self.config_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ResultsError(f"cannot read {self.config_path}: {exc}; move the folder away to start over") from None
+
+    def claim(self, config: dict[str, Any]) -> bool:
+        """Record `config` in a new folder, or check that it matches the folder's; True when resuming."""
+        old = self.read_config()
+        if old is None:
+            if self.results_path.exists() and self.results_path.stat().st_size > 0:
+                raise ResultsError(
+                    f"{self.path} holds results but no {CONFIG}; use another --out, or move the folder away"
+                )
+            self._write_atomic(self.config_path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+            return False
+        differences = config_differences(old, config)
+        if differences:
+            shown = "; ".join(differences[:3]) + (f"; and {len(differences) - 3} more" if len(differences) > 3 else "")
+            raise ResultsError(
+                f"{self.path} holds a run with another configuration ({shown}); "
+                "use another --out, or delete the folder to start over"
+            )
+        return True
+
+    def lock(self) -> None:
+        """Hold the folder for this process, so that two runs never append to the same results file."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock, as before
+            return
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ResultsError(f"cannot use the run folder {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ResultsError(
+                f"another `offline-agent eval` is writing to {self.path}; wait for it or use another --out"
+            ) from None
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __del__(self) -> None:
+        self.unlock()
+
+    # ---- results -----------------------------------------------------------------------------------------
+    def read_results(self, *, repair: bool = False) -> list[dict[str, Any]]:
+        """Every whole result line. A torn end (no final newline, or a last line that is not a result) is
+        skipped, and cut off the file when `repair`; `self.torn_bytes` says how many bytes that was."""
+        try:
+            data = self.results_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise ResultsError(f"cannot read {self.results_path}: {exc.strerror or exc}") from None
+        *lines, tail = data.split(b"\n")
+        rows: list[dict[str, Any]] = []
+        good_end = 0
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                row = _parse_row(line)
+                if row is None:
+                    if number == len(lines) and not tail:
+                        break  # the last line is garbage: a crash while writing it
+                    raise ResultsError(
+                        f"{self.results_path} line {number} is not a result line; "
+                        "something else changed the file: move it away to start over"
+                    )
+                rows.append(row)
+            good_end += len(line) + 1
+        self.torn_bytes = len(data) - good_end
+        if self.torn_bytes and repair:
+            self._truncate(good_end)
+        return rows
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Append one whole line and fsync; on failure the file is cut back to its size before the write."""
+        line = (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ResultsError(f"cannot open {self.results_path}: {exc.strerror or exc}") from None
+        try:
+            before = os.fstat(fd).st_size
+            try:
+                view = memoryview(line)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            except OSError as exc:
+                _cut_back(fd, before)
+                raise ResultsError(
+                    f"cannot write {self.results_path}: {exc.strerror or exc}; the file is intact "
+                    "(whole lines only): free space and rerun the same command to resume"
+                ) from None
+        finally:
+            os.close(fd)
+
+    def _truncate(self, size: int) -> None:
+        try:
+            with open(self.results_path, "r+b") as handle:
+                handle.truncate(size)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise ResultsError(f"cannot repair {self.results_path}: {exc.strerror or exc}") from None
+
+    # ---- summary -----------------------------------------------------------------------------------------
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        self._write_atomic(self.summary_path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+    def _write_atomic(self, path: Path, text: str) -> None:
+        temporary = path.with_name(f".{path.name}.tmp")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _parse_row(line: bytes) -> dict[str, Any] | None:
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) and "id" in row else None
+
+
+def _cut_back(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:  # nothing more can be done; the next open repairs a torn tail
+        pass

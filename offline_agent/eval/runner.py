@@ -1,0 +1,281 @@
+"""The resumable evaluation runner behind `offline-agent eval`: a dataset, a model, an agent, a run folder.
+
+`prepare_evaluation` checks everything that can be checked before the first question (the agent name, the
+dataset, the setting and its corpus, the run folder and its configuration), loading the model through
+`runner.load_llama_backend` unless a backend is handed in (tests pass a ScriptedBackend). `EvalRun.run` then
+answers the questions not yet in results.jsonl, in dataset order, appending one line per question.
+
+A model that fails mid-run (ModelError) or an interrupt stops the run between questions: what was written
+stays, summary.json is brought up to date, and the same command resumes. Questions run one after another on one
+loaded model with the same seed, so a rerun of the same configuration gives the same answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from offline_agent import __version__
+from offline_agent.agents import AgentConfig, ReActAgent, agent_class
+from offline_agent.errors import ConfigError, ModelError, OfflineAgentError
+from offline_agent.eval.corpora import EvalCorpus, default_pool, open_eval_corpus, resolve_setting
+from offline_agent.eval.datasets import Dataset, QARecord, load_dataset
+from offline_agent.eval.results import RunFolder
+from offline_agent.eval.scoring import result_row, summarize
+from offline_agent.steps import Trajectory
+from offline_agent.tools import DEFAULT_TOOLS, build_tools
+
+StatusFn = Callable[[str], None]
+
+
+@dataclass
+class EvalOptions:
+    """Everything `offline-agent eval` takes; all of it is recorded in config.json."""
+
+    dataset: Path
+    model: str | None = None
+    agent: str = "react"
+    setting: str | None = None
+    pool: Path | None = None
+    grammar: bool = True
+    limit: int | None = None
+    seed: int = 0
+    out: Path | None = None
+    max_steps: int = 8
+    max_seconds: float | None = None
+    max_tokens: int = 192
+    temperature: float = 0.0
+    context_size: int | None = None
+    gpu_layers: int = 0
+    tools: tuple[str, ...] = DEFAULT_TOOLS
+
+    def __post_init__(self) -> None:
+        self.dataset = Path(self.dataset)
+        self.pool = None if self.pool is None else Path(self.pool)
+        self.out = None if self.out is None else Path(self.out)
+        self.tools = tuple(self.tools)
+
+    def agent_config(self) -> AgentConfig:
+        return AgentConfig(
+            max_steps=self.max_steps,
+            max_seconds=self.max_seconds,
+            temperature=self.temperature,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            grammar=self.grammar,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("dataset", "pool", "out"):
+            data[key] = None if data[key] is None else str(data[key])
+        data["tools"] = list(self.tools)
+        return data
+
+
+def default_out(options: EvalOptions, setting: str) -> Path:
+    """runs/<dataset>-<setting>-<agent>-<model>[-nogrammar][-seedS]: the same command finds the same folder."""
+    from offline_agent.models import default_model_name
+
+    model = options.model or default_model_name()
+    model_label = Path(model).stem if model.endswith(".gguf") else model
+    parts = [options.dataset.stem, setting, options.agent, model_label]
+    if not options.grammar:
+        parts.append("nogrammar")
+    if options.seed:
+        parts.append(f"seed{options.seed}")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+    return Path("runs") / name
+
+
+@dataclass
+class EvalCallbacks:
+    """Hooks for a progress view: before a question, and after its result line was written."""
+
+    on_question: Callable[[QARecord], None] | None = None
+    on_result: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None
+
+
+@dataclass
+class EvalRun:
+    """A prepared evaluation: the selected questions, the corpus, the loaded backend, the run folder."""
+
+    options: EvalOptions
+    dataset: Dataset
+    selected: list[QARecord]
+    corpus: EvalCorpus
+    folder: RunFolder
+    backend: Any
+    config: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    resumed: bool = False
+
+    @property
+    def pending(self) -> list[QARecord]:
+        done = {row["id"] for row in self.rows}
+        return [record for record in self.selected if record.id not in done]
+
+    def run(self, callbacks: EvalCallbacks | None = None) -> dict[str, Any]:
+        """Answer the pending questions, appending each result; return the summary of the whole folder."""
+        from offline_agent.runner import Session
+
+        callbacks = callbacks or EvalCallbacks()
+        config = self.options.agent_config()
+        uses_tools = agent_class(self.options.agent).uses_tools
+        try:
+            for record in self.pending:
+                if callbacks.on_question:
+                    callbacks.on_question(record)
+                session = Session(
+                    backend=self.backend,
+                    index=self.corpus.index_for(record),
+                    corpus=self.corpus.label_for(record),
+                    agent=self.options.agent,
+                    tools=self.options.tools,
+                )
+                trajectory = session.ask(record.question, config)
+                row = result_row(record, trajectory, uses_tools=uses_tools)
+                self.folder.append(row)
+                self.rows.append(row)
+                if callbacks.on_result:
+                    callbacks.on_result(row, self.rows)
+            return self.write_summary()
+        except ModelError as exc:
+            self._write_summary_quietly()
+            raise ModelError(
+                f"{exc}; stopped after {self._done_count()} of {len(self.selected)} questions, kept in "
+                f"{self.folder.results_path}: rerun the same command to resume"
+            ) from None
+        except KeyboardInterrupt:
+            self._write_summary_quietly()
+            raise
+        finally:
+            self.folder.unlock()
+
+    def _done_count(self) -> int:
+        return len(self.selected) - len(self.pending)
+
+    def summary(self) -> dict[str, Any]:
+        """The summary of every result in the folder, with what identifies the run."""
+        summary = summarize(self.rows)
+        summary["run"] = {
+            "folder": str(self.folder.path),
+            "agent": self.options.agent,
+            "model": self.config["model"].get("name"),
+            "setting": self.corpus.setting,
+            "grammar": self.config["grammar"],
+            "seed": self.options.seed,
+            "selected": len(self.selected),
+            "pending": len(self.pending),
+            "version": __version__,
+        }
+        return summary
+
+    def write_summary(self) -> dict[str, Any]:
+        summary = self.summary()
+        self.folder.write_summary(summary)
+        return summary
+
+    def _write_summary_quietly(self) -> None:
+        # The results are safe either way; a summary that cannot be written must not hide why the run stopped.
+        with contextlib.suppress(OfflineAgentError, OSError):
+            self.write_summary()
+
+
+def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, status: StatusFn | None = None) -> EvalRun:
+    """Check the options, read the dataset, build the corpus, load the model, and claim the run folder."""
+    say = status or (lambda message: None)
+    agent_cls = agent_class(options.agent)
+    options.agent_config()  # bad numbers fail here, before anything is loaded
+    dataset = load_dataset(options.dataset)
+    if options.limit is not None and options.limit < 1:
+        raise ConfigError("--limit must be at least 1")
+    selected = dataset.records[: options.limit] if options.limit else list(dataset.records)
+    pool = options.pool
+    if pool is None and options.setting != "distractor":
+        pool = default_pool(dataset)
+    setting = resolve_setting(options.setting, dataset, pool)
+    folder = RunFolder(options.out or default_out(options, setting))
+    folder.read_results(repair=False)  # a broken results file fails now, before the model loads
+    say(f"dataset: {dataset.path} ({len(dataset)} questions, {dataset.format}); running {len(selected)}")
+    corpus = open_eval_corpus(setting, dataset, pool)
+    say(f"corpus: {corpus.description}" + (f" ({corpus.passages} passages)" if corpus.passages else ""))
+    folder.lock()
+    try:
+        if backend is None:
+            from offline_agent.runner import load_llama_backend
+
+            backend = load_llama_backend(
+                options.model, gpu_layers=options.gpu_layers, context_size=options.context_size, seed=options.seed
+            )
+        described = backend.describe()
+        say(f"model: {described.get('name')} ({described.get('path')})")
+        probe = agent_cls(backend, build_tools(corpus.index_for(selected[0]), options.tools), options.agent_config())
+        config = _config(options, dataset, corpus, probe, described, pool)
+        resumed = folder.claim(config)
+        rows = folder.read_results(repair=True)
+    except BaseException:
+        folder.unlock()
+        raise
+    if folder.torn_bytes:
+        say(f"repaired {folder.results_path}: cut off a torn last line ({folder.torn_bytes} bytes)")
+    return EvalRun(options, dataset, selected, corpus, folder, backend, config, rows=rows, resumed=resumed)
+
+
+def _config(
+    options: EvalOptions,
+    dataset: Dataset,
+    corpus: EvalCorpus,
+    probe: ReActAgent,
+    model: dict[str, Any],
+    pool: Path | None,
+) -> dict[str, Any]:
+    system = probe.prompt_parts("").system
+    return {
+        "version": __version__,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "dataset": {
+            "path": str(dataset.path),
+            "sha256": dataset.sha256,
+            "format": dataset.format,
+            "questions": len(dataset),
+        },
+        "setting": corpus.setting,
+        "corpus": {
+            "description": corpus.description,
+            "sha256": corpus.sha256,
+            "passages": corpus.passages or None,
+            "pool": None if pool is None else str(pool),
+        },
+        "agent": options.agent,
+        "agent_config": asdict(probe.config),
+        "model": {**model, "id": model.get("sha256") or model.get("name")},
+        "grammar": "on" if options.grammar else "off",
+        "grammar_sha256": probe.grammar_sha256,
+        "prompt_sha256": hashlib.sha256(system.encode("utf-8")).hexdigest(),
+        "seed": options.seed,
+        "tools": list(probe.tools.names) if probe.uses_tools else [],
+        "options": options.to_dict(),
+    }
+
+
+def run_evaluation(
+    options: EvalOptions,
+    *,
+    backend: Any | None = None,
+    callbacks: EvalCallbacks | None = None,
+    status: StatusFn | None = None,
+) -> dict[str, Any]:
+    """Prepare and run an evaluation in one call; returns the summary (also written to summary.json)."""
+    return prepare_evaluation(options, backend=backend, status=status).run(callbacks)
+
+
+def trajectory_of(row: dict[str, Any]) -> Trajectory:
+    """The Trajectory stored in a result row."""
+    return Trajectory.from_dict(row["trajectory"])

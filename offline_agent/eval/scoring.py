@@ -1,0 +1,168 @@
+"""From trajectories to numbers: the result row of one question, and the summary over a run's rows.
+
+A result row (one line of results.jsonl) holds the question, the gold and predicted answers, their EM and F1,
+support recall, the format and cost counts of the run, and the whole trajectory, so every figure of a summary
+can be recomputed from results.jsonl alone (the report does exactly that).
+
+Definitions:
+- support recall: the share of the record's supporting titles among the titles of the passages the agent's
+  searches and lookups returned; None for a record without supporting titles or an agent without tools;
+- a rejected step: a step whose text the Lark parser rejected (also when a retry with more tokens then parsed);
+- a format-error run: a run that stopped because a step was rejected (stop reason `error` with a parse error);
+- an invalid action: a parsed Action the tool refused (a tool error, a repeated call, lookup before search).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from offline_agent.eval.datasets import QARecord
+from offline_agent.eval.metrics import exact_match, f1_score
+from offline_agent.steps import STOP_REASONS, Trajectory
+
+
+def titles_seen(steps: Iterable[Any]) -> list[str]:
+    """Titles of the passages a trajectory's searches and lookups returned, in first-seen order."""
+    seen: dict[str, None] = {}
+    for step in steps:
+        details = step.get("details") if isinstance(step, dict) else getattr(step, "details", None)
+        for title in (details or {}).get("titles", ()):
+            seen.setdefault(str(title), None)
+    return list(seen)
+
+
+def support_recall(supporting: Sequence[str], seen: Sequence[str]) -> float | None:
+    """Share of `supporting` titles found in `seen` (None when there are none to find)."""
+    if not supporting:
+        return None
+    found = set(seen)
+    return sum(title in found for title in supporting) / len(supporting)
+
+
+def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = True) -> dict[str, Any]:
+    """The results.jsonl line of one question: scores, counts, and the whole trajectory."""
+    steps = trajectory.steps
+    seen = titles_seen(steps)
+    usage = trajectory.usage
+    rejected = sum(step.parse_error is not None for step in steps)
+    format_error = trajectory.stop_reason == "error" and bool(steps) and steps[-1].parse_error is not None
+    return {
+        "id": record.id,
+        "question": record.question,
+        "gold": record.answer,
+        "prediction": trajectory.answer,
+        "em": exact_match(trajectory.answer, record.answer),
+        "f1": round(f1_score(trajectory.answer, record.answer), 6),
+        "support_recall": support_recall(record.supporting_titles, seen) if uses_tools else None,
+        "supporting_titles": list(record.supporting_titles),
+        "seen_titles": seen,
+        "type": record.type,
+        "level": record.level,
+        "steps": len(steps),
+        "actions": sum(step.action is not None for step in steps),
+        "rejected_steps": rejected,
+        "format_error": format_error,
+        "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
+        "stop_reason": trajectory.stop_reason,
+        "prompt_tokens": usage.prompt_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "generated_tokens": usage.generated_tokens,
+        "seconds": trajectory.seconds,
+        "trajectory": trajectory.to_dict(),
+    }
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 6) if whole else None
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 3) if values else None
+
+
+def running_scores(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """EM, F1 and format-error run rate so far (what the progress bar shows)."""
+    return {
+        "em": _mean([row["em"] for row in rows]),
+        "f1": _mean([row["f1"] for row in rows]),
+        "format_error_rate": _rate(sum(bool(row["format_error"]) for row in rows), len(rows)),
+    }
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every metric of a run, from its result rows (fractions in 0..1, tokens as totals and per question)."""
+    n = len(rows)
+    steps = [row["steps"] for row in rows]
+    seconds = [float(row["seconds"]) for row in rows]
+    recalls = [row["support_recall"] for row in rows if row.get("support_recall") is not None]
+    total_steps = sum(steps)
+    actions = sum(row.get("actions", 0) for row in rows)
+    stops = Counter(row["stop_reason"] for row in rows)
+    tokens = {kind: sum(row[f"{kind}_tokens"] for row in rows) for kind in ("prompt", "cached", "generated")}
+    return {
+        "questions": n,
+        "answered": sum(row["prediction"] is not None for row in rows),
+        "em": _mean([row["em"] for row in rows]),
+        "f1": _mean([row["f1"] for row in rows]),
+        "support_recall": _mean(recalls),
+        "support_recall_questions": len(recalls),
+        "format": {
+            "steps": total_steps,
+            "rejected_steps": sum(row["rejected_steps"] for row in rows),
+            "rejected_step_rate": _rate(sum(row["rejected_steps"] for row in rows), total_steps),
+            "format_error_runs": sum(bool(row["format_error"]) for row in rows),
+            "format_error_run_rate": _rate(sum(bool(row["format_error"]) for row in rows), n),
+            "actions": actions,
+            "invalid_actions": sum(row["invalid_actions"] for row in rows),
+            "invalid_action_rate": _rate(sum(row["invalid_actions"] for row in rows), actions),
+        },
+        "steps_per_question": {
+            "mean": _mean(steps),
+            "median": statistics.median(steps) if steps else None,
+            "max": max(steps) if steps else None,
+        },
+        "tokens": {
+            **tokens,
+            "prompt_per_question": _rate(tokens["prompt"], n),
+            "cached_per_question": _rate(tokens["cached"], n),
+            "generated_per_question": _rate(tokens["generated"], n),
+        },
+        "seconds_per_question": {
+            "median": _percentile(seconds, 50),
+            "p90": _percentile(seconds, 90),
+            "mean": _mean(seconds),
+            "total": round(sum(seconds), 3),
+        },
+        "stop_reasons": {reason: stops.get(reason, 0) for reason in _stop_order(stops)},
+        "by_type": breakdown(rows, "type"),
+        "by_level": breakdown(rows, "level"),
+    }
+
+
+def _stop_order(stops: Counter[str]) -> list[str]:
+    return [*STOP_REASONS, *sorted(set(stops) - set(STOP_REASONS))]
+
+
+def breakdown(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Questions, EM and F1 per value of `key` ("type" or "level"); rows without it are left out."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get(key) is not None:
+            groups.setdefault(str(row[key]), []).append(row)
+    return {
+        value: {
+            "questions": len(group),
+            "em": _mean([row["em"] for row in group]),
+            "f1": _mean([row["f1"] for row in group]),
+        }
+        for value, group in sorted(groups.items())
+    }
