@@ -28,9 +28,19 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 # llama-cpp-python ships no wheel: it is compiled here once (minutes), then pip reuses its wheel cache.
 if ! "$venv/bin/python" -c "import llama_cpp" >/dev/null 2>&1; then
   if [ -z "${CMAKE_ARGS:-}" ] && [ "$(uname -m)" = "x86_64" ]; then
-    # A portable AVX2 build: a native build enables AMX/AVX-512 code that crashes (general protection
-    # fault in libggml-cpu) on virtual machines whose CPU advertises AMX without enabling it.
-    export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
+    # Name the instruction sets instead of a native build: -march=native also turns on AMX, whose code
+    # faults (general protection fault in libggml-cpu) on virtual machines that advertise AMX without
+    # enabling it. AVX-512 is added where the CPU has it (1.5x faster prompt processing, measured here).
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
+    flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+    has() { case " $flags " in *" $1 "*) return 0 ;; esac; return 1; }
+    if has avx512f && has avx512bw && has avx512vl && has avx512dq; then
+      CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512=ON"
+      has avx512_vnni && CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512_VNNI=ON"
+      has avx512vbmi && CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512_VBMI=ON"
+      has avx512_bf16 && CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512_BF16=ON"
+    fi
+    export CMAKE_ARGS
   fi
   echo "building llama-cpp-python 0.3.36 (CMAKE_ARGS=${CMAKE_ARGS:-}); the first build takes several minutes" >&2
   "${pip[@]}" install "llama-cpp-python==0.3.36"
