@@ -1,0 +1,363 @@
+"""`offline-agent index` and `offline-agent search`: build, update, inspect and query BM25 indexes of your
+files.
+
+`index` is a group whose default command is `build`, so `index PATH... --name NAME` and the subcommands `index
+list | info NAME | rm NAME` live side by side (`index build PATH...` also works, and is how to index a folder
+that happens to be called "list"). Progress bars go to stderr, results and summaries to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from offline_agent.errors import ConfigError
+
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
+_SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*", re.IGNORECASE)
+
+
+class _DefaultBuildGroup(click.Group):
+    """A group that runs `build` when the first argument is not one of its subcommands."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["build", *args]
+        return super().parse_args(ctx, args)
+
+
+def _parse_size(value: str) -> int:
+    m = _SIZE_RE.fullmatch(value)
+    if not m:
+        raise click.BadParameter(f"not a size: {value!r} (try 512MB or 2GB)")
+    unit = (m.group(2) or "").lower().rstrip("b").rstrip("i")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[unit]
+    return int(float(m.group(1)) * scale)
+
+
+@contextmanager
+def _progress(enabled: bool = True) -> Iterator[Any]:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[extra]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+        disable=not (enabled and console.is_terminal),
+    )
+    with progress:
+        yield progress
+
+
+class _BuildProgress:
+    """Callbacks for catalog.build_from_paths/update_from_paths that drive two rich bars (files, passages)."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress = progress
+        self.files_task = None
+        self.passages_task = None
+        self.passages = 0
+
+    def on_files(self, total: int) -> None:
+        self.files_task = self.progress.add_task("reading files", total=total, extra="")
+
+    def on_file(self, entry: Any, n_passages: int) -> None:
+        self.passages += n_passages
+        task = next(t for t in self.progress.tasks if t.id == self.files_task)
+        rate = self.passages / task.elapsed if task.elapsed else 0.0
+        self.progress.update(self.files_task, advance=1, extra=f"{self.passages:,} passages ({rate:,.0f}/s)")
+
+    def on_passages(self, n: int) -> None:
+        if self.passages_task is None:
+            self.passages_task = self.progress.add_task("indexing", total=self.passages or None, extra="")
+        self.progress.update(self.passages_task, advance=n)
+
+
+@click.group("index", cls=_DefaultBuildGroup, context_settings=_CONTEXT, invoke_without_command=True)
+@click.pass_context
+def index(ctx: click.Context) -> None:
+    """Build and manage BM25 indexes of your files.
+
+    \b
+    offline-agent index PATH... --name NAME            build (or rebuild) an index
+    offline-agent index PATH... --name NAME --update   add new/changed files, drop deleted ones
+    offline-agent index list | info NAME | rm NAME
+
+    Supported files: .txt .md .rst .html .json .jsonl .csv .tsv, and .pdf when pypdf is installed.
+    Indexes live under $OFFLINE_AGENT_HOME/indexes (default: the user cache folder).
+    """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@index.command("build", context_settings=_CONTEXT)
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--name",
+    "-n",
+    required=True,
+    envvar="OFFLINE_AGENT_INDEX",
+    help="Index name (or env OFFLINE_AGENT_INDEX).",
+)
+@click.option("--update", is_flag=True, help="Update an existing index: re-read only new and changed files.")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=None, help="Words per passage (default 200).")
+@click.option(
+    "--chunk-overlap",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Words shared by neighbours (default 40).",
+)
+@click.option("--text-field", default=None, help="Record field (JSON/JSONL) or column (CSV) holding the text.")
+@click.option("--title-field", default=None, help="Record field or column holding the title.")
+@click.option("--id-field", default=None, help="Record field or column holding the document id.")
+@click.option("--max-file-size", default="256MB", show_default=True, help="Skip files larger than this.")
+@click.option("--stem/--no-stem", default=False, show_default=True, help="English Snowball stemming (needs PyStemmer).")
+@click.option("--stopwords", type=click.Choice(["en", "none"]), default="en", show_default=True)
+@click.option("--variant", type=click.Choice(["okapi", "lucene", "plus"]), default="okapi", show_default=True,
+              help="BM25 variant (okapi = rank-bm25's BM25Okapi).")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes for tokenizing a large corpus (default: every core, at most 8).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def build(
+    paths: tuple[Path, ...],
+    name: str,
+    update: bool,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    text_field: str | None,
+    title_field: str | None,
+    id_field: str | None,
+    max_file_size: str,
+    stem: bool,
+    stopwords: str,
+    variant: str,
+    workers: int | None,
+    as_json: bool,
+) -> None:
+    """Index files and folders under a name (the default command of `index`)."""
+    from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, index_path
+    from offline_agent.retrieval.catalog import build_from_paths, update_from_paths
+    from offline_agent.retrieval.encode import auto_workers
+    from offline_agent.retrieval.storage import is_index_dir
+
+    workers = workers or auto_workers()
+    target = index_path(name)
+    size_given = chunk_size is not None or chunk_overlap is not None
+    fields_given = any(f is not None for f in (text_field, title_field, id_field))
+    options = IngestOptions(
+        chunk_size=chunk_size or 200,
+        chunk_overlap=40 if chunk_overlap is None else chunk_overlap,
+        text_field=text_field,
+        title_field=title_field,
+        id_field=id_field,
+        max_file_bytes=_parse_size(max_file_size),
+    )
+    if update:
+        if not is_index_dir(target):
+            raise ConfigError(f"no index named {name!r} to update; drop --update to build it")
+        index_obj = BM25Index.load(target, mmap=True)
+        if not (size_given or fields_given):
+            options = None  # keep what the index was built with
+        with _progress() as bars:
+            cb = _BuildProgress(bars)
+            report = update_from_paths(
+                index_obj, list(paths), options=options, workers=workers, on_file=cb.on_file,
+                on_files=cb.on_files, on_passages=cb.on_passages,
+            )  # fmt: skip
+    else:
+        if not paths:
+            raise click.UsageError("give at least one file or folder to index")
+        analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords, stemmer="english" if stem else None)
+        with _progress() as bars:
+            cb = _BuildProgress(bars)
+            report = build_from_paths(
+                list(paths), options=options, analyzer=analyzer, variant=variant, workers=workers,
+                on_file=cb.on_file, on_files=cb.on_files, on_passages=cb.on_passages,
+            )  # fmt: skip
+    report.index.save(target)
+    _print_build_summary(name, target, report, update, as_json)
+
+
+def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_json: bool) -> None:
+    ingested = report.ingested
+    summary = {
+        "name": name,
+        "path": str(target),
+        "passages": len(report.index),
+        "documents": len(report.index.doc_ids()),
+        "files_read": len(ingested.files),
+        "added_files": report.added_files,
+        "changed_files": report.changed_files,
+        "removed_files": report.removed_files,
+        "unchanged_files": report.unchanged_files,
+        "skipped": [{"path": p, "reason": r} for p, r in ingested.skipped],
+        "skipped_records": [{"path": p, "reason": r} for p, r in ingested.notes],
+    }
+    if as_json:
+        click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    if update:
+        click.echo(
+            f"updated {name}: {len(report.added_files)} new, {len(report.changed_files)} changed, "
+            f"{len(report.removed_files)} removed, {report.unchanged_files} unchanged files; "
+            f"{summary['passages']:,} passages from {summary['documents']:,} documents"
+        )
+    else:
+        click.echo(
+            f"indexed {summary['passages']:,} passages from {summary['documents']:,} documents in "
+            f"{len(ingested.files):,} files into {name} ({target})"
+        )
+    _echo_skips("skipped", ingested.skipped, ingested.skip_summary())
+    if ingested.notes:
+        by_file: dict[str, int] = {}
+        for path, _ in ingested.notes:
+            by_file[path] = by_file.get(path, 0) + 1
+        lines = [
+            (p, f"{n} records skipped, first: {next(r for q, r in ingested.notes if q == p)}")
+            for p, n in by_file.items()
+        ]
+        _echo_skips("records skipped", lines, f"{len(ingested.notes)} records skipped in {len(by_file)} files")
+
+
+def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: int = 20) -> None:
+    if not items:
+        return
+    click.echo(headline)
+    for path, reason in items[:limit]:
+        click.echo(f"  {path}: {reason}")
+    if len(items) > limit:
+        click.echo(f"  ... and {len(items) - limit} more ({label}; --json lists them all)")
+
+
+@index.command("list", context_settings=_CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_(as_json: bool) -> None:
+    """List the named indexes."""
+    from offline_agent.retrieval import indexes_dir, list_indexes
+
+    rows = list_indexes()
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        click.echo(f"no indexes in {indexes_dir()}")
+        return
+    for row in rows:
+        if "error" in row:
+            click.echo(f"{row['name']}\tERROR: {row['error']}")
+        else:
+            click.echo(
+                f"{row['name']}\t{row['passages']:,} passages\t{row['documents']:,} documents\t"
+                f"{_human(row['bytes'])}\t{row['written_at']}"
+            )
+
+
+@index.command("info", context_settings=_CONTEXT)
+@click.argument("name")
+@click.option("--verify", is_flag=True, help="Also check every file's sha256 (reads the whole index).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info(name: str, verify: bool, as_json: bool) -> None:
+    """Show what an index holds and how it was built."""
+    from offline_agent.errors import RetrievalError
+    from offline_agent.retrieval import BM25Index, index_path
+    from offline_agent.retrieval.catalog import describe
+    from offline_agent.retrieval.storage import is_index_dir
+
+    path = Path(name) if "/" in name or name.startswith(".") else index_path(name)
+    if not is_index_dir(path):
+        raise RetrievalError(f"no index named {name!r} (see `offline-agent index list`)")
+    data = describe(path)
+    if verify:
+        BM25Index.load(path, verify=True)
+        data["verified"] = True
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    for key in (
+        "name",
+        "path",
+        "passages",
+        "documents",
+        "terms",
+        "postings",
+        "files",
+        "written_at",
+        "written_by",
+    ):
+        value = data[key]
+        click.echo(f"{key}: {value:,}" if isinstance(value, int) else f"{key}: {value}")
+    click.echo(f"size: {_human(data['bytes'])}")
+    click.echo("bm25: " + ", ".join(f"{k}={v}" for k, v in (data["bm25"] or {}).items()))
+    click.echo("analyzer: " + ", ".join(f"{k}={v}" for k, v in data["analyzer"].items()))
+    click.echo("roots: " + ", ".join(data["roots"]))
+    if verify:
+        click.echo("checksums: ok")
+
+
+@index.command("rm", context_settings=_CONTEXT)
+@click.argument("name")
+def rm(name: str) -> None:
+    """Delete a named index."""
+    from offline_agent.retrieval.catalog import remove
+
+    path = remove(name)
+    click.echo(f"removed {name} ({path})")
+
+
+def _human(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+@click.command("search", context_settings=_CONTEXT)
+@click.argument("query")
+@click.option("--index", "-i", "index_name", required=True, envvar="OFFLINE_AGENT_INDEX",
+              help="Index name or folder, or a folder of documents (env OFFLINE_AGENT_INDEX).")  # fmt: skip
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="How many passages.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object with a list of hits).")
+def search(query: str, index_name: str, k: int, as_json: bool) -> None:
+    """Search an index and print the best passages with score, title, source and a snippet."""
+    from offline_agent.retrieval import open_corpus
+    from offline_agent.retrieval.snippets import highlight_spans, snippet
+
+    corpus = open_corpus(index_name)
+    result = corpus.search(query, k=k)
+    if as_json:
+        hits = []
+        for rank, (passage, score) in enumerate(zip(result.passages, result.scores.tolist(), strict=True), 1):
+            hit = dict(passage.dict(), rank=rank, score=score)
+            hit["snippet"] = snippet(passage.text, query, corpus.analyzer)
+            hit["highlights"] = highlight_spans(passage.text, query, corpus.analyzer)
+            hits.append(hit)
+        click.echo(json.dumps({"query": query, "index": index_name, "hits": hits}, ensure_ascii=False, indent=2))
+        return
+    if not result.passages:
+        click.echo(f"no passage matches {query!r}")
+        return
+    tty = sys.stdout.isatty()
+    mark = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
+    for rank, (passage, score) in enumerate(zip(result.passages, result.scores.tolist(), strict=True), 1):
+        head = f"{rank}. [{score:.3f}] {passage.title or passage.doc_id}"
+        click.echo(click.style(head, bold=True) if tty else head, color=tty)
+        click.echo(f"   {passage.source or passage.doc_id} [{passage.start}:{passage.end}] id={passage.id}")
+        click.echo(f"   {snippet(passage.text, query, corpus.analyzer, mark=mark)}", color=tty)
+
+
+COMMANDS = [index, search]

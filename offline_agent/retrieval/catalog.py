@@ -1,0 +1,228 @@
+"""Named indexes under `home_dir()/indexes/NAME`, `open_corpus`, and building or updating an index from files.
+
+This is the layer the CLI and the agent call: it turns "a name, an index folder, or a folder of documents"
+into a ready BM25Index, and an `--update` into the smallest change (new, changed and deleted files only).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from offline_agent.errors import ConfigError, RetrievalError
+from offline_agent.retrieval import storage
+from offline_agent.retrieval.analyzer import Analyzer
+from offline_agent.retrieval.index import BM25Index
+from offline_agent.retrieval.ingest import FileEntry, Ingested, IngestOptions, ingest_paths, walk
+
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def indexes_dir() -> Path:
+    """Where named indexes live: `home_dir()/indexes`."""
+    from offline_agent.models import home_dir
+
+    return home_dir() / "indexes"
+
+
+def index_path(name: str) -> Path:
+    """The folder of the index called `name` (which must be a plain name, not a path)."""
+    if not _NAME_RE.fullmatch(name) or name.endswith(".tmp"):
+        raise ConfigError(f"bad index name {name!r}: use letters, digits, '.', '_' and '-' (not a path)")
+    return indexes_dir() / name
+
+
+def list_indexes() -> list[dict[str, Any]]:
+    """Name, path, passages, documents, size and build time of every named index, by name."""
+    root = indexes_dir()
+    out = []
+    if not root.is_dir():
+        return out
+    for child in sorted(root.iterdir()):
+        if child.name.startswith(".") or not storage.is_index_dir(child):
+            continue
+        try:
+            out.append(describe(child))
+        except RetrievalError as exc:
+            out.append({"name": child.name, "path": str(child), "error": str(exc)})
+    return out
+
+
+def describe(path: Path) -> dict[str, Any]:
+    """What `index info` shows, from the manifest and meta.json only (no arrays are read)."""
+    manifest = storage.read_manifest(path)
+    _, meta, extra, _ = storage.read_index(path, mmap=True)
+    return {
+        "name": path.name,
+        "path": str(path),
+        "passages": meta.get("passages"),
+        "documents": meta.get("documents"),
+        "terms": meta.get("terms"),
+        "postings": meta.get("postings"),
+        "bytes": storage.disk_size(path),
+        "written_at": manifest.get("written_at"),
+        "written_by": manifest.get("written_by"),
+        "format_version": manifest.get("version"),
+        "bm25": meta.get("bm25"),
+        "analyzer": {k: v for k, v in (meta.get("analyzer") or {}).items() if k != "stopwords"},
+        "roots": extra.get("roots", []),
+        "files": len(extra.get("files", {})),
+        "ingest": extra.get("ingest", {}),
+    }
+
+
+def remove(name: str) -> Path:
+    """Delete the named index; RetrievalError if there is none."""
+    path = index_path(name)
+    if not storage.is_index_dir(path):
+        raise RetrievalError(f"no index named {name!r} (see `offline-agent index list`)")
+    storage.remove_index(path)
+    return path
+
+
+def open_corpus(path_or_name: str | Path, options: IngestOptions | None = None) -> BM25Index:
+    """A ready index from a saved index folder, an index name, or documents (a folder or file, built here).
+
+    Missing path: RetrievalError("corpus not found: PATH"); nothing to index: RetrievalError("corpus is empty:
+    PATH (N files skipped: reasons)").
+    """
+    path = Path(path_or_name).expanduser()
+    if storage.is_index_dir(path):
+        return BM25Index.load(path)
+    if path.exists():
+        return build_from_paths([path], options=options).index
+    if isinstance(path_or_name, str) and _NAME_RE.fullmatch(path_or_name):
+        named = indexes_dir() / path_or_name
+        if storage.is_index_dir(named):
+            return BM25Index.load(named)
+    raise RetrievalError(f"corpus not found: {path_or_name}")
+
+
+@dataclass
+class BuildReport:
+    """An index built or updated from files, and what happened to each file."""
+
+    index: BM25Index
+    ingested: Ingested
+    added_files: list[str] = field(default_factory=list)
+    changed_files: list[str] = field(default_factory=list)
+    removed_files: list[str] = field(default_factory=list)
+    unchanged_files: int = 0
+
+
+def build_from_paths(
+    paths: Sequence[str | Path],
+    *,
+    options: IngestOptions | None = None,
+    analyzer: Analyzer | None = None,
+    variant: str = "okapi",
+    workers: int = 1,
+    on_file: Callable[[FileEntry, int], None] | None = None,
+    on_files: Callable[[int], None] | None = None,
+    on_passages: Callable[[int], None] | None = None,
+) -> BuildReport:
+    """Ingest `paths` and build an index in memory (RetrievalError when no passage comes out)."""
+    options = options or IngestOptions()
+    entries, skipped = _walk_checked(paths)
+    if on_files is not None:
+        on_files(len(entries))
+    ingested = ingest_paths(paths, options, progress=on_file, entries=entries)
+    ingested.skipped[:0] = skipped
+    if not ingested.passages:
+        raise RetrievalError(_empty_message(paths, ingested))
+    index = BM25Index.build(
+        ingested.passages, analyzer=analyzer, variant=variant, progress=on_passages, workers=workers
+    )
+    index.extra = {
+        "roots": [str(Path(p).absolute()) for p in paths],
+        "ingest": options.to_dict(),
+        "files": ingested.files,
+    }
+    return BuildReport(index, ingested, added_files=sorted(ingested.files))
+
+
+def update_from_paths(
+    index: BM25Index,
+    paths: Sequence[str | Path] | None = None,
+    *,
+    options: IngestOptions | None = None,
+    workers: int = 1,
+    on_file: Callable[[FileEntry, int], None] | None = None,
+    on_files: Callable[[int], None] | None = None,
+    on_passages: Callable[[int], None] | None = None,
+) -> BuildReport:
+    """Bring `index` in line with the files under `paths` (default: the roots it was built from).
+
+    Files whose size and mtime are unchanged are not read; others are re-read and compared by sha256. Passages
+    of changed and deleted files are deleted, those of new and changed files added, in one weight update.
+    """
+    extra = index.extra or {}
+    if paths is None or not paths:
+        paths = extra.get("roots") or []
+        if not paths:
+            raise ConfigError("this index has no recorded source folders; give the paths to update from")
+    if options is None:
+        saved = extra.get("ingest") or {}
+        options = IngestOptions(**{k: v for k, v in saved.items() if k in IngestOptions.__dataclass_fields__})
+    old_files: dict[str, dict[str, Any]] = dict(extra.get("files") or {})
+    entries, skipped = _walk_checked(paths)
+    to_read = [
+        e
+        for e in entries
+        if (f := old_files.get(e.source)) is None or (f["size"], f["mtime_ns"]) != (e.size, e.mtime_ns)
+    ]
+    if on_files is not None:
+        on_files(len(to_read))
+    ingested = ingest_paths(paths, options, progress=on_file, entries=to_read)
+    ingested.skipped[:0] = skipped
+    seen = {e.source for e in entries}
+    report = BuildReport(index, ingested, unchanged_files=len(entries) - len(to_read))
+    new_files = {k: v for k, v in old_files.items() if k in seen}
+    by_source: dict[str, list[Any]] = {}
+    for p in ingested.passages:
+        by_source.setdefault(p.source, []).append(p)
+    dropped = [s for s in old_files if s not in seen]
+    report.removed_files = sorted(dropped)
+    add = []
+    for source, fingerprint in ingested.files.items():
+        before = old_files.get(source)
+        if before is not None and before.get("sha256") == fingerprint["sha256"]:
+            new_files[source] = fingerprint  # touched but identical: keep its passages
+            report.unchanged_files += 1
+            continue
+        (report.changed_files if before is not None else report.added_files).append(source)
+        if before is not None:
+            dropped.append(source)
+        new_files[source] = fingerprint
+        add.extend(by_source.get(source, []))
+    # A file that used to be indexed and is now skipped (emptied, made unreadable) loses its passages.
+    for source, _why in ingested.skipped:
+        if source in old_files and source in seen:
+            dropped.append(source)
+            new_files.pop(source, None)
+            report.removed_files.append(source)
+    delete_ids = index.ids_of_sources(set(dropped))
+    if add or delete_ids:
+        index.update(add=add, delete=delete_ids, progress=on_passages, workers=workers)
+    index.extra = dict(extra, files=new_files, roots=[str(Path(p).absolute()) for p in paths], ingest=options.to_dict())
+    if len(index) == 0:
+        raise RetrievalError(_empty_message(paths, ingested))
+    return report
+
+
+def _walk_checked(paths: Sequence[str | Path]) -> tuple[list[FileEntry], list[tuple[str, str]]]:
+    for p in paths:
+        if not Path(p).exists() and not Path(p).is_symlink():
+            raise RetrievalError(f"corpus not found: {p}")
+    return walk(paths)
+
+
+def _empty_message(paths: Sequence[str | Path], ingested: Ingested) -> str:
+    where = ", ".join(str(p) for p in paths)
+    summary = ingested.skip_summary()
+    if not summary and ingested.notes:
+        summary = f"{len(ingested.notes)} records skipped: {ingested.notes[0][1]}"
+    return f"corpus is empty: {where} ({summary or '0 files skipped'})"

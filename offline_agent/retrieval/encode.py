@@ -1,0 +1,213 @@
+"""Text to postings: the tokenizing half of a build, in this process or spread over worker processes.
+
+Tokenizing is most of the cost of building an index (the rest is one sort and one pass of arithmetic), so it
+runs on batches of documents joined into one string, with a fast path for ASCII text, and can run in worker
+processes (`encode_texts(..., workers=N)`). Workers number terms in their own vocabularies and send back only
+the terms they have not sent before, so the parent merges a batch with one array lookup. Workers are started
+with "spawn" (safe beside threads, and the same on every platform), which needs the usual `if __name__ ==
+"__main__":` guard in a script that builds an index with workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from offline_agent.retrieval.analyzer import TOKEN_PATTERN, Analyzer
+from offline_agent.retrieval.passages import Passage
+from offline_agent.retrieval.postings import Triples, unique_counts
+
+BATCH = 4096
+_SEP = " \x00 "  # between documents in a batch: its NUL comes out as a token of its own
+_BATCH_RE = re.compile(f"{TOKEN_PATTERN}|\x00")
+# For ASCII text, `[^\W_]+` is `[A-Za-z0-9]+`: mapping every other ASCII character to a space and splitting
+# gives the same tokens several times faster than the regular expression.
+_ASCII_SPLIT = {c: " " for c in range(1, 128) if not chr(c).isalnum()}
+_DROPPED, _BOUNDARY = -1, -2
+
+
+class Vocab(dict):
+    """term -> id; an unknown term gets the next id, so a C-level `map(vocab.__getitem__, ...)` grows it."""
+
+    def __init__(self, terms: Sequence[str] = ()) -> None:
+        super().__init__((t, i) for i, t in enumerate(terms))
+        self.terms: list[str] = list(terms)
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self.terms)
+        self.terms.append(term)
+        return tid
+
+
+class RawIds(dict):
+    """raw token -> term id, -1 for a token the analyzer drops, -2 for the document separator."""
+
+    def __init__(self, analyzer: Analyzer, vocab: Vocab) -> None:
+        super().__init__({"\x00": _BOUNDARY})
+        self.analyzer = analyzer
+        self.vocab = vocab
+
+    def __missing__(self, token: str) -> int:
+        term = self.analyzer.term_uncached(token)
+        tid = self[token] = _DROPPED if term is None else self.vocab[term]
+        return tid
+
+
+class TermCoder:
+    """Maps texts (through the analyzer) or ready tokens to term ids, growing the vocabulary as it goes."""
+
+    def __init__(self, analyzer: Analyzer, terms: Sequence[str] = ()) -> None:
+        self.analyzer = analyzer
+        self.vocab = Vocab(terms)
+        self.raw = RawIds(analyzer, self.vocab)
+        self.lengths = np.zeros(0, np.int64)
+
+    @property
+    def terms(self) -> list[str]:
+        return self.vocab.terms
+
+    def encode_texts(self, texts: Sequence[str]) -> Triples:
+        """Postings of a batch of texts (local doc numbers 0..n-1); sets `self.lengths`."""
+        joined = _SEP.join(texts)
+        if joined.count("\x00") != len(texts) - 1:  # NUL inside a text: blank it so it cannot split documents
+            joined = _SEP.join(t.replace("\x00", " ") for t in texts)
+        joined = self.analyzer.prepare(joined)
+        ascii_only = joined.isascii()
+        tokens = joined.translate(_ASCII_SPLIT).split() if ascii_only else _BATCH_RE.findall(joined)
+        del joined
+        arr = np.fromiter(map(self.raw.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        del tokens
+        doc = np.cumsum(arr == _BOUNDARY)
+        keep = arr >= 0
+        return self._triples(arr[keep], doc[keep], len(texts))
+
+    def encode_tokens(self, docs: Sequence[Sequence[str]]) -> Triples:
+        """Postings of a batch of ready-made token lists (no analyzer)."""
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        flat = itertools.chain.from_iterable(docs)
+        ids = np.fromiter(map(self.vocab.__getitem__, flat), dtype=np.int64, count=int(lengths.sum()))
+        doc = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
+        return self._triples(ids, doc, len(docs))
+
+    def _triples(self, terms: np.ndarray, doc: np.ndarray, n: int) -> Triples:
+        self.lengths = np.bincount(doc, minlength=n).astype(np.int64)
+        width = max(len(self.terms), 1)
+        keys, tf = unique_counts(doc * width + terms)
+        return Triples.compact(keys % width, keys // width, tf)
+
+
+class Table:
+    """Columns of new passages collected before they join the index."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.doc_keys: list[str] = []
+        self.titles: list[str] = []
+        self.sources: list[str] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.one_doc_each = True  # only plain strings so far: each is its own document
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def extend(self, batch: list[str | Passage], first_id: int) -> list[str]:
+        """Add a batch of passages; return the texts to index (a passage's title goes with its text)."""
+        if all(type(item) is str for item in batch):
+            n = len(batch)
+            self.texts.extend(batch)
+            self.doc_keys.extend(map(str, range(first_id, first_id + n)))
+            self.titles.extend([""] * n)
+            self.sources.extend([""] * n)
+            self.starts.extend([0] * n)
+            self.ends.extend(map(len, batch))
+            return batch
+        self.one_doc_each = False
+        return [self._append(item, first_id + i) for i, item in enumerate(batch)]
+
+    def _append(self, item: str | Passage, number: int) -> str:
+        if isinstance(item, str):
+            return self.extend([item], number)[0]
+        if not isinstance(item, Passage):
+            raise TypeError(f"expected str or Passage, got {type(item).__name__}")
+        self.texts.append(item.text)
+        self.doc_keys.append(item.doc_id)
+        self.titles.append(item.title)
+        self.sources.append(item.source)
+        self.starts.append(item.start)
+        self.ends.append(item.end)
+        return f"{item.title}\n{item.text}" if item.title else item.text
+
+
+# Below this many batches, starting worker processes costs more than it saves.
+MIN_BATCHES_PER_WORKER = 4
+
+
+def auto_workers() -> int:
+    """Worker processes to use by default for a large build: every core, at most 8."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def encode_texts(
+    texts: Sequence[str],
+    coder: TermCoder,
+    *,
+    first_doc: int = 0,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[Triples], np.ndarray]:
+    """Postings (term ids from `coder`, doc numbers from `first_doc`) and lengths of `texts`, in order."""
+    starts = range(0, len(texts), BATCH)
+    parts: list[Triples] = []
+    lengths: list[np.ndarray] = []
+    if workers <= 1 or len(starts) < 2 * MIN_BATCHES_PER_WORKER:
+        for start in starts:
+            batch = texts[start : start + BATCH]
+            part = coder.encode_texts(batch)
+            part.docs += first_doc + start
+            parts.append(part)
+            lengths.append(coder.lengths)
+            if progress is not None:
+                progress(len(batch))
+    else:
+        workers = min(workers, len(starts) // MIN_BATCHES_PER_WORKER)
+        local_to_global: dict[int, np.ndarray] = {}
+        ctx = multiprocessing.get_context("spawn")
+        batches = (list(texts[start : start + BATCH]) for start in starts)
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(coder.analyzer.to_dict(),)) as pool:
+            for start, (pid, new_terms, part, n_lengths) in zip(
+                starts, pool.imap(_encode_in_worker, batches), strict=True
+            ):
+                known = local_to_global.get(pid, np.zeros(0, np.int64))
+                fresh = np.fromiter(map(coder.vocab.__getitem__, new_terms), np.int64, len(new_terms))
+                known = local_to_global[pid] = np.concatenate([known, fresh])
+                part.terms = known[part.terms].astype(np.int32)
+                part.docs += first_doc + start
+                parts.append(part)
+                lengths.append(n_lengths)
+                if progress is not None:
+                    progress(len(n_lengths))
+    return parts, (np.concatenate(lengths) if lengths else np.zeros(0, np.int64))
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(analyzer: dict[str, Any]) -> None:
+    _WORKER["coder"] = TermCoder(Analyzer.from_dict(analyzer))
+    _WORKER["sent"] = 0
+
+
+def _encode_in_worker(texts: list[str]) -> tuple[int, list[str], Triples, np.ndarray]:
+    coder: TermCoder = _WORKER["coder"]
+    part = coder.encode_texts(texts)
+    terms = coder.terms
+    new_terms = terms[_WORKER["sent"] :]
+    _WORKER["sent"] = len(terms)
+    return os.getpid(), new_terms, part, coder.lengths

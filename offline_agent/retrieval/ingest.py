@@ -1,0 +1,246 @@
+"""From paths on disk to passages: walk folders, read each supported file, chunk long documents.
+
+Every file that is not indexed is reported with a reason (binary, not UTF-8, empty, too large, unreadable,
+symlink loop, unsupported type, broken records inside a JSONL, ...), so a user can see what the index holds.
+Each file's size, modification time and sha256 are kept, so that `--update` re-reads only new and changed
+files.
+
+Document ids: the file path relative to the root it was found under (with the root's name in front when
+several roots are given), or the record id for JSON/JSONL/CSV rows. Hidden files and folders (names starting
+with ".") are skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from offline_agent.retrieval.formats import SUPPORTED_EXTENSIONS, Fields, SkipFile, read_document_file
+from offline_agent.retrieval.passages import Passage
+from offline_agent.retrieval.sentences import chunk_spans
+
+DEFAULT_MAX_FILE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How files become passages: chunk size and overlap in words, record fields, the file size limit."""
+
+    chunk_size: int = 200
+    chunk_overlap: int = 40
+    text_field: str | None = None
+    title_field: str | None = None
+    id_field: str | None = None
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    def __post_init__(self) -> None:
+        from offline_agent.errors import ConfigError
+
+        if self.chunk_size < 1 or not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ConfigError(
+                f"need chunk size >= 1 and 0 <= overlap < size, got {self.chunk_size} and {self.chunk_overlap}"
+            )
+
+    @property
+    def fields(self) -> Fields:
+        return Fields(self.text_field, self.title_field, self.id_field)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A file found by the walk: where it is, its document id, and its fingerprint without reading it."""
+
+    path: Path
+    doc_id: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
+
+
+@dataclass
+class Ingested:
+    """What ingestion produced: passages (ids 0..n-1), fingerprints of the files read, what was skipped."""
+
+    passages: list[Passage] = field(default_factory=list)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    n_files: int = 0
+
+    def skip_summary(self, limit: int = 3) -> str:
+        """'N files skipped: reason (count), ...' grouped by reason, or '' when none."""
+        if not self.skipped:
+            return ""
+        reasons = Counter(_reason_kind(r) for _, r in self.skipped)
+        parts = [f"{why} ({n})" if n > 1 else why for why, n in reasons.most_common(limit)]
+        if len(reasons) > limit:
+            parts.append(f"{len(reasons) - limit} other reasons")
+        return f"{len(self.skipped)} files skipped: " + "; ".join(parts)
+
+
+def _reason_kind(reason: str) -> str:
+    # "not valid UTF-8 (byte 0xff at offset 3)" and "... offset 9" group together.
+    return reason.split(" (", 1)[0] if reason.startswith(("not valid UTF-8", "too large")) else reason
+
+
+def walk(paths: Sequence[str | Path]) -> tuple[list[FileEntry], list[tuple[str, str]]]:
+    """Files under `paths` (sorted, symlinks followed once, hidden names skipped) and the skipped entries."""
+    entries: list[FileEntry] = []
+    skipped: list[tuple[str, str]] = []
+    roots = [Path(p) for p in paths]
+    prefix = len(roots) > 1
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[tuple[int, int]] = set()
+    for root in roots:
+        root = Path(os.path.abspath(root))
+        label = root.name if prefix else ""
+
+        def doc_id_for(path: Path, root: Path = root, label: str = label) -> str:
+            rel = path.name if path == root else path.relative_to(root).as_posix()
+            return f"{label}/{rel}" if label else rel
+
+        _walk_one(root, root, doc_id_for, entries, skipped, seen_dirs, seen_files, explicit=True)
+    return entries, skipped
+
+
+def _walk_one(
+    path: Path,
+    root: Path,
+    doc_id_for: Callable[[Path], str],
+    entries: list[FileEntry],
+    skipped: list[tuple[str, str]],
+    seen_dirs: set[tuple[int, int]],
+    seen_files: set[tuple[int, int]],
+    *,
+    explicit: bool = False,
+) -> None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():
+            skipped.append((str(path), "broken symlink"))
+        elif explicit:
+            skipped.append((str(path), "not found"))
+        return
+    except PermissionError:
+        skipped.append((str(path), "permission denied"))
+        return
+    except OSError as exc:  # ELOOP for a symlink that points at itself, and friends
+        skipped.append((str(path), "symlink loop" if exc.errno == 40 else f"cannot stat ({exc.strerror})"))
+        return
+    key = (st.st_dev, st.st_ino)
+    if path.is_dir():
+        if key in seen_dirs:
+            skipped.append((str(path), "symlink loop (folder already visited)"))
+            return
+        seen_dirs.add(key)
+        try:
+            children = sorted(os.scandir(path), key=lambda e: e.name)
+        except PermissionError:
+            skipped.append((str(path), "permission denied"))
+            return
+        except OSError as exc:
+            skipped.append((str(path), f"cannot list folder ({exc.strerror})"))
+            return
+        for child in children:
+            if child.name.startswith("."):
+                continue
+            _walk_one(Path(child.path), root, doc_id_for, entries, skipped, seen_dirs, seen_files)
+        return
+    if not path.is_file():
+        skipped.append((str(path), "not a regular file"))
+        return
+    if key in seen_files:
+        return  # the same file reached twice through symlinks: index it once
+    seen_files.add(key)
+    if not explicit and path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+        skipped.append((str(path), f"unsupported file type {path.suffix.lower()}"))
+        return
+    entries.append(FileEntry(path, doc_id_for(path), st.st_size, st.st_mtime_ns))
+
+
+def read_entry(entry: FileEntry, options: IngestOptions) -> tuple[list[Passage], dict[str, Any], list[str]]:
+    """Passages (ids from 0) of one file, its fingerprint, and notes on records skipped inside it.
+
+    Raises SkipFile when the whole file is skipped.
+    """
+    if entry.size == 0:
+        raise SkipFile("empty file")
+    if entry.size > options.max_file_bytes:
+        raise SkipFile(f"too large ({_size(entry.size)} > {_size(options.max_file_bytes)}; raise --max-file-size)")
+    try:
+        data = entry.path.read_bytes()
+    except PermissionError:
+        raise SkipFile("permission denied") from None
+    except OSError as exc:
+        raise SkipFile(f"unreadable ({exc.strerror or exc})") from None
+    fingerprint = {"size": len(data), "mtime_ns": entry.mtime_ns, "sha256": hashlib.sha256(data).hexdigest()}
+    docs, notes = read_document_file(entry.path, data, entry.doc_id, options.fields)
+    del data
+    passages: list[Passage] = []
+    for doc in docs:
+        body = doc.text[doc.body_start :]
+        for start, end in chunk_spans(body, options.chunk_size, options.chunk_overlap):
+            s, e = start + doc.body_start, end + doc.body_start
+            passages.append(Passage(len(passages), doc.doc_id, doc.title, doc.text[s:e], entry.source, s, e))
+    if not passages:
+        raise SkipFile("no text" if not notes else f"no usable records ({notes[0]})")
+    return passages, fingerprint, notes
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def ingest_paths(
+    paths: Sequence[str | Path] | str | Path,
+    options: IngestOptions | None = None,
+    *,
+    progress: Callable[[FileEntry, int], None] | None = None,
+    entries: Iterable[FileEntry] | None = None,
+) -> Ingested:
+    """Read every supported file under `paths` into passages (ids 0..n-1), recording what was skipped and why.
+
+    `progress` is called after each file with the entry and the number of passages it gave. Pass `entries` to
+    read only those files (what `walk` found) instead of walking `paths`.
+    """
+    options = options or IngestOptions()
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out = Ingested()
+    if entries is None:
+        found, out.skipped = walk(paths)
+    else:
+        found = list(entries)
+    out.n_files = len(found)
+    for entry in found:
+        try:
+            passages, fingerprint, notes = read_entry(entry, options)
+        except SkipFile as why:
+            out.skipped.append((entry.source, str(why)))
+            if progress is not None:
+                progress(entry, 0)
+            continue
+        base = len(out.passages)
+        out.passages.extend(Passage(base + p.id, p.doc_id, p.title, p.text, p.source, p.start, p.end) for p in passages)
+        fingerprint["passages"] = len(passages)
+        out.files[entry.source] = dict(fingerprint, doc_id=entry.doc_id)
+        out.notes.extend((entry.source, n) for n in notes)
+        if progress is not None:
+            progress(entry, len(passages))
+    return out

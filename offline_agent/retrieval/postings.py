@@ -1,0 +1,360 @@
+"""The inverted file: term-major postings with precomputed weights, how to build them and how to search them.
+
+Layout (all flat numpy arrays, so they can be saved as .npy and mapped back with mmap):
+`offsets[t]:offsets[t+1]` is the block of term `t` (terms numbered in sorted UTF-8 order, `vocab` holds the
+strings); in that block `docs` (int32, ascending) are the passage ids holding the term, `tf` their term counts
+and `weights` (float32) what each contributes to a score. Term frequencies are kept so that an update can
+recompute every weight (N and the average length change) without tokenizing any text again.
+
+Search touches only the blocks of the query's terms: each term's weights are added into a scratch array
+(float64, in ascending term order, so every code path sums in the same order), the touched ids are the hits,
+and the top k are chosen by float32 score descending, then id ascending. No JIT, so the first query of a
+process costs the same as the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from offline_agent.retrieval.passages import StringColumn
+from offline_agent.retrieval.scoring import BM25Params
+
+_WEIGHT_CHUNK = 1 << 20
+_PRUNE_FROM = 20_000  # postings; below this, scoring everything is as fast as pruning
+
+
+@dataclass
+class Triples:
+    """Unsorted postings as parallel arrays: term id (int32), passage id (int32), term frequency (uint16, or
+    int32 for counts beyond 65,535)."""
+
+    terms: np.ndarray
+    docs: np.ndarray
+    tf: np.ndarray
+
+    @staticmethod
+    def compact(terms: np.ndarray, docs: np.ndarray, tf: np.ndarray) -> Triples:
+        """Triples in the small dtypes."""
+        small_tf = len(tf) == 0 or int(tf.max()) < 1 << 16
+        return Triples(terms.astype(np.int32), docs.astype(np.int32), tf.astype(np.uint16 if small_tf else np.int32))
+
+    @staticmethod
+    def concat(parts: Sequence[Triples]) -> Triples:
+        if not parts:
+            empty = np.zeros(0, np.int32)
+            return Triples(empty, empty, empty)
+        return Triples(
+            np.concatenate([p.terms for p in parts]),
+            np.concatenate([p.docs for p in parts]),
+            np.concatenate([p.tf for p in parts]),
+        )
+
+
+def term_hash(term: str) -> int:
+    """A stable 64-bit hash of a term (the same in every process and on every platform)."""
+    digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+@dataclass
+class Postings:
+    """Term-major postings, the statistics their weights came from, and a hash table of the vocabulary.
+
+    `hash_keys` holds the terms' 64-bit hashes in ascending order and `hash_ids` the term id of each, so a
+    lookup is one binary search in numpy instead of a dictionary built at load time. `term_max` is each
+    term's largest weight (what lets a search skip passages that cannot make the top k).
+    """
+
+    vocab: StringColumn
+    offsets: np.ndarray
+    docs: np.ndarray
+    tf: np.ndarray
+    weights: np.ndarray
+    idf: np.ndarray
+    hash_keys: np.ndarray
+    hash_ids: np.ndarray
+    term_max: np.ndarray
+
+    def find(self, term: str) -> int:
+        """The id of `term`, or -1."""
+        h = term_hash(term)
+        keys = self.hash_keys
+        i = int(np.searchsorted(keys, np.uint64(h)))
+        while i < len(keys) and int(keys[i]) == h:
+            tid = int(self.hash_ids[i])
+            if self.vocab[tid] == term:
+                return tid
+            i += 1
+        return -1
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.offsets) - 1
+
+    def triples(self) -> Triples:
+        """The postings as (term, doc, tf) triples, terms numbered as in `vocab` (docs and tf not copied)."""
+        counts = np.diff(np.asarray(self.offsets))
+        terms = np.repeat(np.arange(self.n_terms, dtype=np.int32), counts)
+        return Triples(terms, np.asarray(self.docs), np.asarray(self.tf))
+
+
+def build_postings(
+    parts: list[Triples | None], terms: Sequence[str], dl: np.ndarray, live: np.ndarray, params: BM25Params
+) -> Postings:
+    """Sort the triples in `parts` term-major (terms renumbered in sorted order, unused terms dropped) and
+    weigh them. `parts` is emptied as it is used, so its memory goes back while the sorted arrays grow.
+
+    `terms[i]` is the string of term id i in the triples; `dl` and `live` are per passage id.
+    """
+    n_live = int(np.count_nonzero(live))
+    total_len = int(dl[live.astype(bool)].sum()) if len(dl) else 0
+    avgdl = total_len / n_live if n_live else 1.0
+    df_all = np.zeros(len(terms), dtype=np.int64)
+    for part in parts:
+        if part is not None and len(part.terms):
+            df_all += np.bincount(part.terms, minlength=len(terms))
+    order = np.asarray(sorted(np.flatnonzero(df_all).tolist(), key=terms.__getitem__), dtype=np.int64)
+    rank = np.full(len(terms), -1, dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    vocab = StringColumn.from_strings([terms[i] for i in order.tolist()])
+    df = df_all[order]
+    offsets = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(df, out=offsets[1:])
+
+    docs, tf = _sort_term_major(parts, rank, len(order), len(dl))
+    idf = params.idf(df, n_live)
+    weights = np.empty(len(docs), dtype=np.float32)
+    dl64 = np.asarray(dl, dtype=np.float64)
+    for lo in range(0, len(docs), _WEIGHT_CHUNK):
+        hi = min(lo + _WEIGHT_CHUNK, len(docs))
+        term_of = np.searchsorted(offsets, np.arange(lo, hi), side="right") - 1
+        weights[lo:hi] = params.weights(idf[term_of], tf[lo:hi], dl64[docs[lo:hi]], avgdl)
+    hashes = np.fromiter(map(term_hash, (terms[i] for i in order.tolist())), dtype=np.uint64, count=len(order))
+    hash_ids = np.argsort(hashes, kind="stable").astype(np.int32)
+    term_max = np.maximum.reduceat(weights, offsets[:-1]) if len(weights) else np.zeros(0, np.float32)
+    return Postings(vocab, offsets, docs, tf, weights, idf, hashes[hash_ids], hash_ids, term_max)
+
+
+def _sort_term_major(
+    parts: list[Triples | None], rank: np.ndarray, n_terms: int, n_docs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(docs, tf) ordered by (term rank, doc): one in-place sort of packed int64 keys when they fit."""
+    live_parts = [p for p in parts if p is not None]
+    total = sum(len(p.terms) for p in live_parts)
+    max_tf = max((int(p.tf.max()) for p in live_parts if len(p.tf)), default=0)
+    tf_dtype = np.uint16 if max_tf < 1 << 16 else np.int32
+    tf_bits = max(1, max_tf.bit_length())
+    doc_bits = max(1, n_docs.bit_length())
+    term_bits = max(1, n_terms.bit_length())
+    del live_parts
+    if tf_bits + doc_bits + term_bits > 63:  # pragma: no cover - needs billions of terms and passages
+        merged = Triples.concat([p for p in parts if p is not None])
+        parts.clear()
+        order = np.lexsort((merged.docs, rank[merged.terms]))
+        return merged.docs[order].astype(np.int32), merged.tf[order].astype(tf_dtype)
+    key = np.empty(total, dtype=np.int64)
+    pos = 0
+    for i, part in enumerate(parts):
+        if part is None:
+            continue
+        n = len(part.terms)
+        chunk = rank[part.terms] << (doc_bits + tf_bits)
+        chunk |= part.docs.astype(np.int64) << tf_bits
+        chunk |= part.tf
+        key[pos : pos + n] = chunk
+        pos += n
+        parts[i] = None  # give the part's memory back before the next one is packed
+    key.sort()
+    out_tf = np.empty(total, dtype=tf_dtype)
+    out_docs = np.empty(total, dtype=np.int32)
+    for lo in range(0, total, _WEIGHT_CHUNK):  # in chunks: no second full-size int64 array
+        chunk = key[lo : lo + _WEIGHT_CHUNK]
+        out_tf[lo : lo + len(chunk)] = chunk & ((1 << tf_bits) - 1)
+        out_docs[lo : lo + len(chunk)] = (chunk >> tf_bits) & ((1 << doc_bits) - 1)
+    return out_docs, out_tf
+
+
+class Searcher:
+    """Top-k retrieval over `Postings`; keeps one scratch array per thread."""
+
+    def __init__(self, postings: Postings, n_rows: int, params: BM25Params) -> None:
+        self.postings = postings
+        self.n_rows = n_rows
+        self.params = params
+        self._offsets = memoryview(np.ascontiguousarray(postings.offsets, dtype=np.int64)).cast("B").cast("q")
+        self._local = threading.local()
+
+    def _scratch(self) -> np.ndarray:
+        acc = getattr(self._local, "acc", None)
+        if acc is None or len(acc) != self.n_rows:
+            acc = np.zeros(self.n_rows, dtype=np.float64)
+            self._local.acc = acc
+        return acc
+
+    def top_k(
+        self, term_ids: np.ndarray, counts: np.ndarray, k: int, repeated: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Ids (int64) and float32 scores of the best `k` hits for unique ascending `term_ids`.
+
+        A term asked `c` times counts `c` times, as in rank-bm25 (which loops over the query's tokens);
+        `repeated=False` promises that every count is 1.
+        """
+        if k <= 0 or len(term_ids) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        p, offsets = self.postings, self._offsets
+        const = 0.0
+        if self.params.variant == "plus":
+            const = self.params.query_constant(np.asarray(p.idf)[term_ids], counts)
+        spans = [(offsets[t], offsets[t + 1]) for t in term_ids.tolist()]
+        if len(spans) > 1 and k <= 1000 and sum(hi - lo for lo, hi in spans) > _PRUNE_FROM:
+            pruned = self._pruned(term_ids, counts, spans, k, const)
+            if pruned is not None:
+                return pruned
+        if len(spans) == 1:
+            lo, hi = spans[0]
+            ids = p.docs[lo:hi]
+            scores = p.weights[lo:hi].astype(np.float64)
+        else:
+            ids = np.concatenate([p.docs[lo:hi] for lo, hi in spans])
+            scores = np.concatenate([p.weights[lo:hi] for lo, hi in spans]).astype(np.float64)
+        if repeated:
+            scores *= np.repeat(counts, [hi - lo for lo, hi in spans])
+        if len(spans) > 1:
+            # Sum per passage in term order (add.at and bincount add sequentially, so every path adds the same
+            # numbers in the same order). Each passage then appears once per query term it holds.
+            if len(ids) > self.n_rows // 4:
+                scores = np.bincount(ids, scores, minlength=self.n_rows)[ids]
+            else:
+                acc = self._scratch()
+                try:
+                    np.add.at(acc, ids, scores)
+                    scores = acc[ids]
+                    acc[ids] = 0.0
+                except BaseException:
+                    self._local.acc = None  # an interrupted query may leave the scratch dirty
+                    raise
+        if const:
+            scores += const
+        return _select(ids, scores.astype(np.float32), k, copies=len(spans))
+
+    def _pruned(
+        self, term_ids: np.ndarray, counts: np.ndarray, spans: list[tuple[int, int]], k: int, const: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact top k without scoring every passage of the query's frequent terms (a MaxScore test), or
+        None when the test fails and the caller must score everything.
+
+        Rare terms (short blocks) give the candidates and their partial scores; the k-th best partial score
+        bounds the k-th final score from below, so only candidates whose partial score plus the most the
+        frequent terms can add reaches it are scored exactly, by looking them up in every block, in term order
+        (the same sums as the full path). A passage without any rare term scores at most what the frequent
+        terms can add, which must stay below the k-th score.
+        """
+        p = self.postings
+        lengths = [hi - lo for lo, hi in spans]
+        total = sum(lengths)
+        mult = counts.tolist()
+        tids = term_ids.tolist()
+        most = [max(0.0, float(p.term_max[t]) * mult[i]) for i, t in enumerate(tids)]
+        order = sorted(range(len(spans)), key=lengths.__getitem__)
+        # Grow the rare set from the shortest blocks until what the other terms can add at most (`bound`)
+        # falls below a guess at the k-th score (the k-th largest rare weight).
+        rare: list[int] = []
+        size, bound = 0, 0.0
+        for j, i in enumerate(order[:-1]):
+            rare.append(i)
+            size += lengths[i]
+            if size * 16 > total:
+                return None
+            bound = sum(most[x] for x in order[j + 1 :])
+            if size >= k:
+                w = np.concatenate([p.weights[spans[x][0] : spans[x][1]] for x in rare])
+                if float(np.partition(w, len(w) - k)[len(w) - k]) > bound:
+                    break
+        else:
+            return None
+        if any(float(p.idf[tids[i]]) < 0 for i in range(len(spans)) if i not in rare):
+            return None  # a negative weight would break the lower bound below
+        docs = np.concatenate([p.docs[spans[i][0] : spans[i][1]] for i in rare])
+        weights = np.concatenate([p.weights[spans[i][0] : spans[i][1]].astype(np.float64) * mult[i] for i in rare])
+        acc = self._scratch()
+        try:
+            np.add.at(acc, docs, weights)
+            cand = unique_sorted(docs)
+            partial = acc[cand]
+            acc[docs] = 0.0
+        except BaseException:
+            self._local.acc = None
+            raise
+        if len(cand) < k:
+            return None
+        margin = 1e-6 * (abs(const) + float(np.abs(partial).max()) + bound) + 1e-30
+        floor = float(np.partition(partial, len(partial) - k)[len(partial) - k])
+        keep = cand[partial + bound + margin >= floor]
+        scores = np.zeros(len(keep), dtype=np.float64)
+        for i, (lo, hi) in enumerate(spans):  # ascending term id: the order of the full path's sums
+            block = p.docs[lo:hi]
+            pos = np.minimum(np.searchsorted(block, keep), len(block) - 1)
+            found = np.flatnonzero(block[pos] == keep)
+            w = p.weights[lo:hi][pos[found]].astype(np.float64)
+            if mult[i] != 1:
+                w *= mult[i]
+            scores[found] += w
+        if const:
+            scores += const
+        scores32 = scores.astype(np.float32)
+        kth = float(np.partition(scores32, len(scores32) - k)[len(scores32) - k])
+        # Candidates left out score below const + floor <= kth; a passage without a rare term scores at most
+        # const + bound, which must stay below kth for the answer to be exact.
+        if const + bound + margin >= kth:
+            return None
+        return _select(keep, scores32, k)
+
+
+def _run_starts(sorted_values: np.ndarray) -> np.ndarray:
+    """Mask of the first element of each run of equal values in a sorted array."""
+    mask = np.empty(len(sorted_values), dtype=bool)
+    if len(mask):
+        mask[0] = True
+        np.not_equal(sorted_values[1:], sorted_values[:-1], out=mask[1:])
+    return mask
+
+
+def unique_sorted(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) by sorting (numpy 2's hash-based np.unique is far slower on these arrays)."""
+    values = np.sort(values)
+    return values[_run_starts(values)]
+
+
+def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_counts=True), by sorting."""
+    values = np.sort(values)
+    starts = np.flatnonzero(_run_starts(values))
+    counts = np.diff(np.append(starts, len(values)))
+    return values[starts], counts
+
+
+def _select(ids: np.ndarray, scores: np.ndarray, k: int, copies: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The best `k` of (ids, scores) by score descending then id ascending; an id may appear `copies` times.
+
+    With one copy the ids come in ascending order (a posting block). The k * copies best entries hold at least
+    k distinct ids, so keeping every entry that scores at least as much as the (k * copies)-th best keeps the
+    true top k and every tie with it.
+    """
+    want = k * copies
+    if len(ids) > want:
+        part = np.argpartition(scores, len(scores) - want)[len(scores) - want :]
+        sel = np.flatnonzero(scores >= scores[part].min())  # ties at the boundary too: the id rule decides
+        ids, scores = ids[sel], scores[sel]
+    if copies > 1:
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        first = _run_starts(ids)
+        ids, scores = ids[first], scores[order][first]
+    # ids are ascending here, so a stable sort on the score alone puts ties in id order.
+    order = np.argsort(-scores, kind="stable")[:k]
+    return ids[order].astype(np.int64), scores[order]

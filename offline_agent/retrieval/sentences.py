@@ -1,0 +1,129 @@
+"""Sentence spans and passage chunking, by character offsets into the original text.
+
+The chunker cuts long documents into passages at sentence boundaries so that every passage can point back to
+the exact characters it came from; the agent's lookup tool uses the same sentence spans.
+
+Rules (deliberately simple, no model): a sentence ends at `.`, `!`, `?`, `…` or their CJK forms (with any
+closing quotes or brackets right after) when whitespace follows and the next word does not start in lowercase;
+a blank line, or a line break before a list item or heading, always ends one. A period after a known
+abbreviation ("Dr.", "e.g.") or a single capital letter ("J. Smith") does not end one. Limits: no
+language-specific rules beyond this; sentences inside quotes that end in `.` followed by a lowercase word stay
+joined with what follows.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al fig figs no nos vol pp ca approx dept est inc ltd co
+    corp jan feb mar apr jun jul aug sep sept oct nov dec mt ft gen gov lt col sgt capt rev u.s u.k""".split()  # noqa: SIM905
+)
+_END_RE = re.compile(r"""(?:[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
+_BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{1,6}\s))")
+_WORD_BEFORE_RE = re.compile(r"(\S+)$")
+_NEXT_RE = re.compile(r"\s*(\S)")
+_WS_RE = re.compile(r"\S+")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans (start, end) of the sentences in `text`, in order, without surrounding whitespace.
+
+    Every non-whitespace character of `text` falls in exactly one span.
+    """
+    cuts = {m.end() for m in _BREAK_RE.finditer(text)}
+    for m in _END_RE.finditer(text):
+        if _is_sentence_end(text, m.start(), m.end()):
+            cuts.add(m.end())
+    spans = []
+    start = 0
+    for cut in sorted(cuts) + [len(text)]:
+        span = _strip(text, start, cut)
+        if span is not None:
+            spans.append(span)
+        start = cut
+    return spans
+
+
+def _is_sentence_end(text: str, start: int, end: int) -> bool:
+    if text[start] in "。！？":
+        return True
+    nxt = _NEXT_RE.match(text, end)
+    if nxt is None:
+        return True
+    if nxt.group(1).islower():
+        return False
+    if text[start] == ".":
+        word = _WORD_BEFORE_RE.search(text, 0, start)
+        if word is not None:
+            w = word.group(1).lstrip("(\"'“‘").lower()
+            if w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha()):
+                return False
+    return True
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | None = None) -> list[tuple[int, int]]:
+    """Passages of at most `size` words (whitespace-separated) covering `text`, as character spans.
+
+    Passages start and end on sentence boundaries; consecutive passages share up to `overlap` words of
+    whole sentences. A sentence longer than `size` words is cut between words, and a run without whitespace
+    longer than `max_chars` (default 12 characters per word of `size`) is cut anywhere, so a huge single-line
+    file still yields bounded passages.
+    """
+    if size < 1 or overlap < 0 or overlap >= size:
+        raise ValueError(f"need size >= 1 and 0 <= overlap < size, got size={size}, overlap={overlap}")
+    max_chars = max_chars or size * 12
+    units = [u for s, e in split_sentences(text) for u in _bounded_units(text, s, e, size, max_chars)]
+    chunks: list[tuple[int, int]] = []
+    i = 0
+    while i < len(units):
+        words = 0
+        j = i
+        while j < len(units) and (j == i or (words + units[j][2] <= size and units[j][1] - units[i][0] <= max_chars)):
+            words += units[j][2]
+            j += 1
+        chunks.append((units[i][0], units[j - 1][1]))
+        if j >= len(units):
+            break
+        # Step back over whole trailing units while they fit in the overlap, but always make progress.
+        back, k = 0, j
+        while k - 1 > i and back + units[k - 1][2] <= overlap:
+            back += units[k - 1][2]
+            k -= 1
+        i = k
+    return chunks
+
+
+def _bounded_units(text: str, start: int, end: int, size: int, max_chars: int) -> list[tuple[int, int, int]]:
+    """(start, end, words) pieces of one sentence, each at most `size` words and `max_chars` characters."""
+    words = [(m.start(), m.end()) for m in _WS_RE.finditer(text, start, end)]
+    if len(words) <= size and end - start <= max_chars:
+        return [(start, end, len(words))]
+    pieces: list[tuple[int, int, int]] = []
+    piece_start: int | None = None
+    count, prev_end = 0, start
+    for ws, we in words:
+        while we - ws > max_chars:  # one enormous "word": cut it into fixed-size runs
+            if piece_start is not None:
+                pieces.append((piece_start, prev_end, count))
+                piece_start, count = None, 0
+            pieces.append((ws, ws + max_chars, 1))
+            ws += max_chars
+        if piece_start is not None and (count + 1 > size or we - piece_start > max_chars):
+            pieces.append((piece_start, prev_end, count))
+            piece_start, count = None, 0
+        if piece_start is None:
+            piece_start = ws
+        count += 1
+        prev_end = we
+    if piece_start is not None:
+        pieces.append((piece_start, prev_end, count))
+    return pieces

@@ -1,0 +1,75 @@
+"""Sentence spans and chunks: round trips over odd inputs first (empty, whitespace), then real text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offline_agent.retrieval import chunk_spans, split_sentences
+
+ODD = ["", " ", "\n\n\n", ".", "...", "!?", "a", "ß", "。", "x.\n\ny", "Mr.", "e.g. x"]
+
+
+def _covers_all_non_space(text: str, spans: list[tuple[int, int]]) -> None:
+    pos = 0
+    for start, end in spans:
+        assert pos <= start < end <= len(text)
+        assert not text[pos:start].strip()  # only whitespace between spans
+        assert text[start] == text[start].strip() and text[end - 1] == text[end - 1].strip()
+        pos = end
+    assert not text[pos:].strip()
+
+
+@pytest.mark.parametrize("text", ODD)
+def test_odd_inputs_round_trip(text: str) -> None:
+    _covers_all_non_space(text, split_sentences(text))
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .!?\n\t…。\"'()Dr")), max_size=300))
+def test_spans_cover_every_non_space_character_once(text: str) -> None:
+    _covers_all_non_space(text, split_sentences(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("One. Two! Three? Four", ["One.", "Two!", "Three?", "Four"]),
+        ("Dr. Smith met J. R. R. Tolkien. He left.", ["Dr. Smith met J. R. R. Tolkien.", "He left."]),
+        ("It costs 3.50 dollars, e.g. a lot. Yes.", ["It costs 3.50 dollars, e.g. a lot.", "Yes."]),
+        ('He said "Stop." Then he ran.', ['He said "Stop."', "Then he ran."]),
+        ("lower case. continues here", ["lower case. continues here"]),
+        (
+            "Heading\n\nParagraph one.\n- item one\n- item two",
+            ["Heading", "Paragraph one.", "- item one", "- item two"],
+        ),
+        ("東京は大きい。大阪も大きい。", ["東京は大きい。", "大阪も大きい。"]),
+    ],
+)
+def test_sentences(text: str, sentences: list[str]) -> None:
+    assert [text[s:e] for s, e in split_sentences(text)] == sentences
+
+
+@given(
+    st.text(alphabet=st.sampled_from(list("abc .\n")), max_size=400),
+    st.integers(1, 30),
+    st.integers(0, 29),
+)
+def test_chunks_cover_the_text_in_order_within_the_size(text: str, size: int, overlap: int) -> None:
+    if overlap >= size:
+        overlap = size - 1
+    chunks = chunk_spans(text, size, overlap)
+    words = [m.span() for m in re.finditer(r"\S+", text)]
+    covered = {w for w in words for s, e in chunks if s <= w[0] and w[1] <= e}
+    assert covered == set(words)
+    for (s1, e1), (s2, e2) in zip(chunks, chunks[1:], strict=False):
+        assert s1 < s2 and e1 < e2
+    for s, e in chunks:
+        assert len(text[s:e].split()) <= size or len(text[s:e]) <= size * 12
+
+
+def test_chunk_size_validation() -> None:
+    with pytest.raises(ValueError, match="overlap < size"):
+        chunk_spans("text", size=10, overlap=10)
