@@ -41,9 +41,13 @@ def load_llama_backend(
     seed: int = 0,
     grammar_engine: str = "llguidance",
     jump_forward: bool = True,
+    threads: int | None = None,
     verbose: bool = False,
 ) -> Any:
-    """Resolve `model` (registry name, .gguf path, or None for the default) and load it in llama.cpp."""
+    """Resolve `model` (registry name, .gguf path, or None for the default) and load it in llama.cpp.
+
+    Threads: `threads`, else OFFLINE_AGENT_THREADS, else every core (llama-cpp-python's default is half).
+    """
     from offline_agent.backends.llamacpp import LlamaCppBackend
     from offline_agent.models import resolve_model
 
@@ -70,6 +74,7 @@ def load_llama_backend(
         chat_template=template,
         grammar_engine=grammar_engine,
         jump_forward=jump_forward,
+        threads=threads or env_int("OFFLINE_AGENT_THREADS", 0) or None,
         verbose=verbose,
     )
 

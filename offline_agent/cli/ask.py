@@ -114,6 +114,14 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
     help="Layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS].",
 )
 @click.option(
+    "--threads",
+    type=click.IntRange(1, 512),
+    envvar="OFFLINE_AGENT_THREADS",
+    default=None,
+    help="CPU threads for llama.cpp [env OFFLINE_AGENT_THREADS; default: every core]. Use fewer when other "
+    "programs keep cores busy: llama.cpp's threads wait on each other.",
+)
+@click.option(
     "--context-size",
     type=click.IntRange(512, 131072),
     default=None,
@@ -152,6 +160,7 @@ def ask(
     seed: int,
     max_tokens: int,
     gpu_layers: int,
+    threads: int | None,
     context_size: int | None,
     no_grammar: bool,
     grammar_engine: str,
@@ -189,6 +198,7 @@ def ask(
         seed=seed,
         grammar_engine=grammar_engine,
         jump_forward=not no_jump_forward,
+        threads=threads,
         verbose=verbose,
     )
     if not quiet:
