@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from offline_agent.agents import AGENTS, AgentCallbacks, AgentConfig
+from offline_agent.cli.options import model_options
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.steps import StepRecord, Trajectory
 
@@ -61,6 +62,10 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
 
 
 @click.command("ask")
+@model_options(
+    max_steps_help="Most model turns; the last one may only answer.",
+    max_seconds_help="Stop after this many seconds (stop reason timeout).",
+)
 @click.argument("question")
 @click.option(
     "--corpus",
@@ -68,51 +73,7 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
     metavar="DIR_OR_INDEX",
     help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
 )
-@click.option(
-    "--model",
-    "-m",
-    metavar="NAME_OR_PATH",
-    envvar="OFFLINE_AGENT_MODEL",
-    help="Registry name or .gguf path [env OFFLINE_AGENT_MODEL; default: the registry default].",
-)
 @click.option("--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy.")
-@click.option(
-    "--max-steps",
-    type=click.IntRange(1, 50),
-    default=8,
-    show_default=True,
-    help="Most model turns; the last one may only answer.",
-)
-@click.option(
-    "--max-seconds",
-    type=click.FloatRange(min=0.1),
-    default=None,
-    help="Stop after this many seconds (stop reason timeout).",
-)
-@click.option(
-    "--temperature",
-    "-t",
-    type=click.FloatRange(0.0, 5.0),
-    default=0.0,
-    show_default=True,
-    help="Sampling temperature; 0 is greedy.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (recorded in the trajectory).")
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(16, 4096),
-    default=192,
-    show_default=True,
-    help="Most tokens per step (a cut-off step is retried once with twice as many).",
-)
-@click.option(
-    "--gpu-layers",
-    type=int,
-    envvar="OFFLINE_AGENT_GPU_LAYERS",
-    default=0,
-    show_default=True,
-    help="Layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS].",
-)
 @click.option(
     "--threads",
     type=click.IntRange(1, 512),
@@ -120,12 +81,6 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
     default=None,
     help="CPU threads for llama.cpp [env OFFLINE_AGENT_THREADS; default: every core]. Use fewer when other "
     "programs keep cores busy: llama.cpp's threads wait on each other.",
-)
-@click.option(
-    "--context-size",
-    type=click.IntRange(512, 131072),
-    default=None,
-    help="Context window in tokens [default: the registry's n_ctx, else 4096].",
 )
 @click.option("--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step).")
 @click.option(

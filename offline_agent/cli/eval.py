@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from offline_agent.agents import AGENTS
+from offline_agent.cli.options import model_options
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -105,14 +106,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 
 
 @click.command("eval")
-@click.argument("dataset", type=click.Path(path_type=Path))
-@click.option(
-    "--model",
-    "-m",
-    metavar="NAME_OR_PATH",
-    envvar="OFFLINE_AGENT_MODEL",
-    help="Registry name or .gguf path [env OFFLINE_AGENT_MODEL; default: the registry default].",
+@model_options(
+    max_steps_help="Most model turns per question (cot and standard always take one).",
+    max_seconds_help="Stop a question after this many seconds (stop reason timeout).",
 )
+@click.argument("dataset", type=click.Path(path_type=Path))
 @click.option(
     "--agent",
     default="react",
@@ -142,51 +140,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     help="off: generate unconstrained and let the parser count the format errors.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
 @click.option(
     "--out",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Run folder [default: runs/<dataset>-<setting>-<agent>-<model>].",
-)
-@click.option(
-    "--max-steps",
-    type=click.IntRange(1, 50),
-    default=8,
-    show_default=True,
-    help="Most model turns per question (cot and standard always take one).",
-)
-@click.option(
-    "--max-seconds",
-    type=click.FloatRange(min=0.1),
-    default=None,
-    help="Stop a question after this many seconds (stop reason timeout).",
-)
-@click.option(
-    "--max-tokens", type=click.IntRange(16, 4096), default=192, show_default=True, help="Most tokens per step."
-)
-@click.option(
-    "--temperature",
-    "-t",
-    type=click.FloatRange(0.0, 5.0),
-    default=0.0,
-    show_default=True,
-    help="Sampling temperature; 0 is greedy.",
-)
-@click.option(
-    "--context-size",
-    type=click.IntRange(512, 131072),
-    default=None,
-    help="Context window in tokens [default: the registry's n_ctx, else 4096].",
-)
-@click.option(
-    "--gpu-layers",
-    type=int,
-    envvar="OFFLINE_AGENT_GPU_LAYERS",
-    default=0,
-    show_default=True,
-    help="Layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
