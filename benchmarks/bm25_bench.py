@@ -10,12 +10,14 @@ questions, recall of the supporting paragraphs in the top 2, 5 and 10 of the 5,7
 
 Each engine and corpus is measured in a fresh subprocess (so peak RSS and cold load are its own). Synthetic
 corpora: Zipf (s = 1) text over a 50k-word vocabulary, 60-120 tokens per passage, cached under .bench/.
-Queries: terms drawn uniformly from the corpus vocabulary ("vocab"), and 3 terms drawn from random passages,
-so frequent words are frequent in queries too ("text"). All engines get the same lowercase tokenization
-without stopwords on synthetic text; on HotpotQA each uses English stopwords. bm25s runs its numba backend
-when numba is installed (its fastest; its first query then includes the JIT compile), and rank-bm25 is skipped
-where its projected time exceeds --rank-bm25-limit seconds. Needs: bm25s, rank-bm25, psutil (and numba for
-bm25s's fast path); the quality part and the HotpotQA corpus need ../shared/data.
+Queries: terms drawn uniformly from the corpus vocabulary ("vocab"), and 3 or 8 terms drawn from random
+passages, so frequent words are frequent in queries too ("text"). Latency rows time ids and scores for every
+engine (this one through `search_ids`); one more row times this engine's `search` with its Passage objects.
+All engines get the same lowercase tokenization without stopwords on synthetic text; on HotpotQA each uses
+English stopwords. bm25s runs its numba backend when numba is installed (its fastest; its first query then
+includes the JIT compile), and rank-bm25 is skipped where its projected time exceeds --rank-bm25-limit
+seconds. Needs: bm25s, rank-bm25, psutil (and numba for bm25s's fast path); the quality part and the HotpotQA
+corpus need ../shared/data.
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ def queries_for(spec: dict[str, Any], texts: list[str], n: int, seed: int = 1) -
     vocab = sorted({w for toks in sample for w in toks if len(w) > 2})
     out = {f"{m}-term vocab": [" ".join(rng.choice(vocab, size=m)) for _ in range(n)] for m in (1, 3, 8)}
     docs = [toks for toks in sample if len(toks) >= 3]
-    out["3-term text"] = [" ".join(rng.choice(docs[rng.integers(len(docs))], size=3)) for _ in range(n)]
+    for m in (3, 8):
+        out[f"{m}-term text"] = [" ".join(rng.choice(docs[rng.integers(len(docs))], size=m)) for _ in range(n)]
     if spec["kind"] == "hotpot" and HOTPOT_DEV.exists():
         questions = [q["question"] for q in json.loads(HOTPOT_DEV.read_text())]
         out["dev questions"] = questions[:n]
@@ -155,10 +158,13 @@ class Ours(Engine):
         self.index = BM25Index.load(path)
 
     def search(self, query: str, k: int = 10):
-        return self.index.search(query, k).ids
+        return self.index.search_ids(query, k)[0]  # ids and scores, as the peers return
+
+    def search_full(self, query: str, k: int = 10):
+        return self.index.search(query, k).ids  # with Passage objects
 
     def search_batch(self, queries: list[str], k: int = 10):
-        return [r.ids for r in self.index.search_many(queries, k)]
+        return [self.index.search_ids(q, k)[0] for q in queries]
 
 
 class BM25S(Engine):
@@ -276,11 +282,12 @@ def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def latency(engine: Engine, queries: list[str]) -> tuple[float, float]:
+def latency(engine: Engine, queries: list[str], full: bool = False) -> tuple[float, float]:
+    search = engine.search_full if full else engine.search  # type: ignore[attr-defined]
     times = []
     for q in queries:
         t = time.perf_counter()
-        engine.search(q)
+        search(q)
         times.append(time.perf_counter() - t)
     return float(np.median(times) * 1e3), float(np.percentile(times, 99) * 1e3)
 
@@ -312,6 +319,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for name, qs in queries.items():
             engine.search(qs[0])  # warm: first-query costs are reported as cold load
             out[f"lat {name}"] = latency(engine, qs)
+        if hasattr(engine, "search_full"):
+            out["lat full"] = latency(engine, queries["3-term vocab"][::-1], full=True)
         batch = queries["3-term vocab"] * max(1, args.batch // len(queries["3-term vocab"]))
         t = time.perf_counter()
         engine.search_batch(batch)
@@ -367,8 +376,9 @@ ROWS = [
     ("cold load -> first result (ms)", lambda r: r["cold_load_ms"], "time"),
     *[
         (f"{q} median / p99 (ms)", (lambda r, q=q: r[f"lat {q}"]), "time2")
-        for q in ("1-term vocab", "3-term vocab", "8-term vocab", "3-term text", "dev questions")
+        for q in ("1-term vocab", "3-term vocab", "8-term vocab", "3-term text", "8-term text", "dev questions")
     ],
+    ("3-term vocab, with passages (ms)", lambda r: r["lat full"], "time2"),
     ("batch, 3-term (queries/s)", lambda r: r["batch_qps"], "rate"),
 ]
 

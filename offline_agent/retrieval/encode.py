@@ -10,10 +10,12 @@ with "spawn" (safe beside threads, and the same on every platform), which needs 
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import multiprocessing
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -147,6 +149,28 @@ class Table:
 
 # Below this many batches, starting worker processes costs more than it saves.
 MIN_BATCHES_PER_WORKER = 4
+
+
+def pin_malloc_threshold() -> None:
+    """Keep glibc giving large freed blocks straight back to the OS (Linux only; a no-op elsewhere).
+
+    glibc starts by mmapping blocks over 128 KB, but raises that threshold each time one is freed, after which
+    the per-batch arrays of a build pile up in a heap it cannot shrink: a 1M-passage build peaked about
+    600 MB higher. Pinning the threshold at its documented default keeps the peak at what is really alive.
+    """
+    global _PINNED
+    if _PINNED or not sys.platform.startswith("linux"):
+        return
+    _PINNED = True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):  # musl or another libc: nothing to pin
+        pass
+
+
+_PINNED = False
+_M_MMAP_THRESHOLD = -3
 
 
 def auto_workers() -> int:

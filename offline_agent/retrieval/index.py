@@ -20,7 +20,7 @@ import numpy as np
 from offline_agent.errors import RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
-from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts
+from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
 from offline_agent.retrieval.passages import Passage, SearchResult, StringColumn
 from offline_agent.retrieval.postings import Postings, Searcher, Triples, build_postings, unique_sorted
 from offline_agent.retrieval.scoring import BM25Params
@@ -124,6 +124,9 @@ class BM25Index:
             np.zeros(0, np.float64),
             np.zeros(0, np.uint64),
             np.zeros(0, np.int32),
+            np.zeros(1, np.int64),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.float32),
             np.zeros(0, np.float32),
         )
         table = {
@@ -175,6 +178,8 @@ class BM25Index:
         dead = [] if delete is None else [int(i) for i in delete]
         if not texts and not dead:
             return np.zeros(0, np.int64)
+        if len(texts) + base > 50_000:
+            pin_malloc_threshold()
         coder = TermCoder(self.analyzer, self._postings.vocab.tolist())
         parts, new_dl = encode_texts(texts, coder, first_doc=base, workers=workers, progress=progress)
         del texts
@@ -280,6 +285,12 @@ class BM25Index:
         """Like `search`, for a query that is already a list of index terms."""
         ids, scores = self._top_k(tokens, k)
         return SearchResult(ids, scores, self._passages(ids, checked=True))
+
+    def search_ids(self, query: str | Sequence[str], k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        """Like `search` (a string, or a list of index terms), returning only (ids, scores): for evaluation
+        loops that need no passage objects."""
+        tokens = self.analyzer.tokens(query) if isinstance(query, str) else query
+        return self._top_k(tokens, k)
 
     def search_many(self, queries: Iterable[str], k: int = 10) -> list[SearchResult]:
         """`search` for each query, in order."""
@@ -421,7 +432,10 @@ class BM25Index:
             "idf": p.idf,
             "vocab_hash": p.hash_keys,
             "vocab_hash_ids": p.hash_ids,
-            "term_max": p.term_max,
+            "impact_offsets": p.impact_offsets,
+            "impact_docs": p.impact_docs,
+            "impact_weights": p.impact_weights,
+            "term_tail": p.term_tail,
             "dl": t["dl"],
             "live": t["live"],
             "text_blob": t["text"].blob,
@@ -467,7 +481,10 @@ class BM25Index:
                 a["idf"],
                 a["vocab_hash"],
                 a["vocab_hash_ids"],
-                a["term_max"],
+                a["impact_offsets"],
+                a["impact_docs"],
+                a["impact_weights"],
+                a["term_tail"],
             )
             table = {
                 "text": col("text"),
@@ -495,8 +512,11 @@ def _check_shapes(path: Path, p: Postings, t: dict[str, Any]) -> None:
         problems.append(("post_offsets.npy", "vocabulary and offsets disagree"))
     if len(p.docs) != len(p.weights) or len(p.docs) != len(p.tf) or int(p.offsets[-1]) != len(p.docs):
         problems.append(("post_docs.npy", "postings arrays disagree"))
-    if len(p.hash_keys) != len(p.idf) or len(p.hash_ids) != len(p.idf) or len(p.term_max) != len(p.idf):
+    if len(p.hash_keys) != len(p.idf) or len(p.hash_ids) != len(p.idf) or len(p.term_tail) != len(p.idf):
         problems.append(("vocab_hash.npy", "vocabulary and its hash table disagree"))
+    impacts = int(p.impact_offsets[-1]) if len(p.impact_offsets) else -1
+    if len(p.impact_offsets) != len(p.idf) + 1 or impacts != len(p.impact_docs) or impacts != len(p.impact_weights):
+        problems.append(("impact_offsets.npy", "impact lists disagree"))
     for name in ("live", "doc", "start", "end"):
         if len(t[name]) != rows:
             problems.append((f"p_{name}.npy" if name != "live" else "live.npy", "passage arrays disagree"))

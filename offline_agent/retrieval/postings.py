@@ -26,6 +26,7 @@ from offline_agent.retrieval.scoring import BM25Params
 
 _WEIGHT_CHUNK = 1 << 20
 _PRUNE_FROM = 20_000  # postings; below this, scoring everything is as fast as pruning
+IMPACT_TOP = 4096  # best passages kept apart for each frequent term
 
 
 @dataclass
@@ -66,8 +67,13 @@ class Postings:
     """Term-major postings, the statistics their weights came from, and a hash table of the vocabulary.
 
     `hash_keys` holds the terms' 64-bit hashes in ascending order and `hash_ids` the term id of each, so a
-    lookup is one binary search in numpy instead of a dictionary built at load time. `term_max` is each
-    term's largest weight (what lets a search skip passages that cannot make the top k).
+    lookup is one binary search in numpy instead of a dictionary built at load time.
+
+    Terms in more than IMPACT_TOP passages also keep their IMPACT_TOP best-weighted passages
+    (`impact_docs[impact_offsets[t]:impact_offsets[t+1]]`, ascending, with `impact_weights`) and
+    `term_tail[t]`, the largest weight
+    of the others: what lets a search score only those passages and prove that the rest cannot reach the
+    top k (see `Searcher._pruned`).
     """
 
     vocab: StringColumn
@@ -78,7 +84,10 @@ class Postings:
     idf: np.ndarray
     hash_keys: np.ndarray
     hash_ids: np.ndarray
-    term_max: np.ndarray
+    impact_offsets: np.ndarray
+    impact_docs: np.ndarray
+    impact_weights: np.ndarray
+    term_tail: np.ndarray
 
     def find(self, term: str) -> int:
         """The id of `term`, or -1."""
@@ -136,8 +145,29 @@ def build_postings(
         weights[lo:hi] = params.weights(idf[term_of], tf[lo:hi], dl64[docs[lo:hi]], avgdl)
     hashes = np.fromiter(map(term_hash, (terms[i] for i in order.tolist())), dtype=np.uint64, count=len(order))
     hash_ids = np.argsort(hashes, kind="stable").astype(np.int32)
-    term_max = np.maximum.reduceat(weights, offsets[:-1]) if len(weights) else np.zeros(0, np.float32)
-    return Postings(vocab, offsets, docs, tf, weights, idf, hashes[hash_ids], hash_ids, term_max)
+    impact = _impacts(offsets, docs, weights)
+    return Postings(vocab, offsets, docs, tf, weights, idf, hashes[hash_ids], hash_ids, *impact)
+
+
+def _impacts(offsets: np.ndarray, docs: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(impact_offsets, impact_docs, impact_weights, term_tail) for terms in over IMPACT_TOP passages."""
+    n_terms = len(offsets) - 1
+    big = np.flatnonzero(np.diff(offsets) > IMPACT_TOP)
+    sizes = np.zeros(n_terms, dtype=np.int64)
+    sizes[big] = IMPACT_TOP
+    impact_offsets = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(sizes, out=impact_offsets[1:])
+    impact_docs = np.empty(len(big) * IMPACT_TOP, dtype=np.int32)
+    impact_weights = np.empty(len(big) * IMPACT_TOP, dtype=np.float32)
+    term_tail = np.zeros(n_terms, dtype=np.float32)
+    for j, t in enumerate(big.tolist()):
+        lo, hi = int(offsets[t]), int(offsets[t + 1])
+        w = weights[lo:hi]
+        top = np.sort(np.argpartition(w, len(w) - IMPACT_TOP)[len(w) - IMPACT_TOP :])  # in doc order
+        impact_docs[j * IMPACT_TOP : (j + 1) * IMPACT_TOP] = docs[lo:hi][top]
+        impact_weights[j * IMPACT_TOP : (j + 1) * IMPACT_TOP] = w[top]
+        term_tail[t] = w[top].min()  # every passage left out weighs at most this
+    return impact_offsets, impact_docs, impact_weights, term_tail
 
 
 def _sort_term_major(
@@ -245,61 +275,54 @@ class Searcher:
     def _pruned(
         self, term_ids: np.ndarray, counts: np.ndarray, spans: list[tuple[int, int]], k: int, const: float
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The exact top k without scoring every passage of the query's frequent terms (a MaxScore test), or
-        None when the test fails and the caller must score everything.
+        """The exact top k without scoring every passage of the query's frequent terms, or None when that
+        cannot be proven and the caller must score everything (a threshold-algorithm test).
 
-        Rare terms (short blocks) give the candidates and their partial scores; the k-th best partial score
-        bounds the k-th final score from below, so only candidates whose partial score plus the most the
-        frequent terms can add reaches it are scored exactly, by looking them up in every block, in term order
-        (the same sums as the full path). A passage without any rare term scores at most what the frequent
-        terms can add, which must stay below the k-th score.
+        Candidates are every passage of the rare terms and the best-weighted passages of the frequent ones.
+        From those short lists alone each candidate gets a lower bound (the weights it is known to have) and an
+        upper bound (each unknown weight is at most the term's tail); only candidates whose upper bound reaches
+        the k-th lower bound are then looked up in the long blocks and scored exactly, in term order (the same
+        sums as the full path). Any other passage holds no rare term and gets at most `term_tail` from each
+        frequent term, so when those tails add up to less than the k-th exact score, the answer is exact.
         """
         p = self.postings
-        lengths = [hi - lo for lo, hi in spans]
-        total = sum(lengths)
         mult = counts.tolist()
-        tids = term_ids.tolist()
-        most = [max(0.0, float(p.term_max[t]) * mult[i]) for i, t in enumerate(tids)]
-        order = sorted(range(len(spans)), key=lengths.__getitem__)
-        # Grow the rare set from the shortest blocks until what the other terms can add at most (`bound`)
-        # falls below a guess at the k-th score (the k-th largest rare weight).
-        rare: list[int] = []
-        size, bound = 0, 0.0
-        for j, i in enumerate(order[:-1]):
-            rare.append(i)
-            size += lengths[i]
-            if size * 16 > total:
-                return None
-            bound = sum(most[x] for x in order[j + 1 :])
-            if size >= k:
-                w = np.concatenate([p.weights[spans[x][0] : spans[x][1]] for x in rare])
-                if float(np.partition(w, len(w) - k)[len(w) - k]) > bound:
-                    break
-        else:
+        short = []  # per term: (docs, weights) of the list the candidates come from, and its tail (None: all)
+        bound = 0.0
+        for i, t in enumerate(term_ids.tolist()):
+            ilo, ihi = int(p.impact_offsets[t]), int(p.impact_offsets[t + 1])
+            if ihi > ilo:
+                tail = float(p.term_tail[t]) * mult[i]
+                short.append((p.impact_docs[ilo:ihi], p.impact_weights[ilo:ihi], tail))
+                bound += max(0.0, tail)
+            else:
+                lo, hi = spans[i]
+                short.append((p.docs[lo:hi], p.weights[lo:hi], None))
+        if all(tail is None for _, _, tail in short):
             return None
-        if any(float(p.idf[tids[i]]) < 0 for i in range(len(spans)) if i not in rare):
-            return None  # a negative weight would break the lower bound below
-        docs = np.concatenate([p.docs[spans[i][0] : spans[i][1]] for i in rare])
-        weights = np.concatenate([p.weights[spans[i][0] : spans[i][1]].astype(np.float64) * mult[i] for i in rare])
-        acc = self._scratch()
-        try:
-            np.add.at(acc, docs, weights)
-            cand = unique_sorted(docs)
-            partial = acc[cand]
-            acc[docs] = 0.0
-        except BaseException:
-            self._local.acc = None
-            raise
+        cand = unique_sorted(np.concatenate([docs for docs, _, _ in short]))
         if len(cand) < k:
             return None
-        margin = 1e-6 * (abs(const) + float(np.abs(partial).max()) + bound) + 1e-30
-        floor = float(np.partition(partial, len(partial) - k)[len(partial) - k])
-        keep = cand[partial + bound + margin >= floor]
-        scores = np.zeros(len(keep), dtype=np.float64)
+        low = np.zeros(len(cand), dtype=np.float64)
+        known_tail = np.zeros(len(cand), dtype=np.float64)  # tails of the lists a candidate is in
+        for i, (docs, weights, tail) in enumerate(short):
+            pos = np.searchsorted(cand, docs)  # every listed passage is a candidate
+            w = weights.astype(np.float64)
+            if mult[i] != 1:
+                w *= mult[i]
+            low[pos] += w
+            if tail is not None:
+                known_tail[pos] += max(0.0, tail)
+        high = low + (bound - known_tail)
+        margin = 1e-6 * (abs(const) + float(high.max()) + bound) + 1e-30
+        if all(tail is None or tail >= 0 for _, _, tail in short):  # lower bounds need weights >= 0
+            floor = float(np.partition(low, len(low) - k)[len(low) - k])
+            cand = cand[high + margin >= floor]
+        scores = np.zeros(len(cand), dtype=np.float64)
         for i, (lo, hi) in enumerate(spans):  # ascending term id: the order of the full path's sums
             block = p.docs[lo:hi]
-            pos = np.minimum(np.searchsorted(block, keep), len(block) - 1)
-            found = np.flatnonzero(block[pos] == keep)
+            pos = np.minimum(np.searchsorted(block, cand), len(block) - 1)
+            found = np.flatnonzero(block[pos] == cand)
             w = p.weights[lo:hi][pos[found]].astype(np.float64)
             if mult[i] != 1:
                 w *= mult[i]
@@ -308,11 +331,10 @@ class Searcher:
             scores += const
         scores32 = scores.astype(np.float32)
         kth = float(np.partition(scores32, len(scores32) - k)[len(scores32) - k])
-        # Candidates left out score below const + floor <= kth; a passage without a rare term scores at most
-        # const + bound, which must stay below kth for the answer to be exact.
+        # A passage outside the candidates scores at most const + bound; a margin covers float rounding.
         if const + bound + margin >= kth:
             return None
-        return _select(keep, scores32, k)
+        return _select(cand, scores32, k)
 
 
 def _run_starts(sorted_values: np.ndarray) -> np.ndarray:

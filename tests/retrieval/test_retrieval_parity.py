@@ -110,13 +110,15 @@ def test_every_code_path_ranks_the_same(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", ["okapi", "lucene", "plus"])
 def test_skipping_frequent_terms_changes_nothing(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The MaxScore shortcut (rare terms give the candidates) returns exactly what scoring everything does."""
+    """The threshold shortcut (candidates from rare terms and the best passages of frequent ones) returns
+    exactly what scoring everything does."""
     from offline_agent.retrieval import postings
 
     rng = np.random.default_rng(11)
     words = np.array([f"w{i}" for i in range(2000)])
     weights = 1.0 / np.arange(1, 2001)
     corpus = [list(rng.choice(words, size=rng.integers(5, 60), p=weights / weights.sum())) for _ in range(3000)]
+    monkeypatch.setattr(postings, "IMPACT_TOP", 64)
     index = BM25Index.from_tokens(corpus, variant=variant)
     queries = [[words[0], words[1], words[rng.integers(100, 2000)]] for _ in range(40)]
     queries += [[words[rng.integers(0, 3)], words[rng.integers(300, 2000)]] for _ in range(40)]
