@@ -183,7 +183,14 @@ class LlamaCppBackend:
         sampler = TokenSampler(sampling, seed)
         cached = self._reuse_prefix(tokens)
         llm.n_tokens = cached  # eval() drops the cache past this point before decoding the rest
-        llm.eval(tokens[cached:])
+        try:
+            llm.eval(tokens[cached:])
+        except RuntimeError:
+            # Seen once in a long test session: llama_decode refused the batch (-1) after the cache was cut back.
+            # Evaluating the whole prompt into an emptied cache recovers; only a second failure is an error.
+            llm.reset()
+            cached = 0
+            llm.eval(tokens)
         stream.prompt_done()
         get_logits = self._llama_cpp.llama_get_logits_ith
         n_vocab = llm.n_vocab()
