@@ -20,6 +20,12 @@ from offline_agent.errors import ConfigError
 
 _PROMPT_DIR = Path(__file__).resolve().parent / "prompt_files"
 
+# ChatML, for models registered with chat_format "chatml" and for the scripted backend's prompts.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
 
 @lru_cache(maxsize=16)
 def prompt_text(name: str) -> str:

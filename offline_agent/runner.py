@@ -13,13 +13,9 @@ from typing import Any
 
 from offline_agent.agents import AgentCallbacks, AgentConfig, agent_class
 from offline_agent.errors import ConfigError
+from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Trajectory
 from offline_agent.tools import DEFAULT_TOOLS, build_tools
-
-_CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 
 
 def env_int(name: str, default: int) -> int:
@@ -59,7 +55,7 @@ def load_llama_backend(
     elif chat_format == "none":
         template = None
     elif chat_format == "chatml":
-        template = _CHATML
+        template = CHATML_TEMPLATE
     else:
         raise ConfigError(
             f"model {resolved.name!r}: unsupported chat_format {chat_format!r}; use template, none or chatml"

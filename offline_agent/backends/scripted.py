@@ -14,13 +14,8 @@ from typing import Any
 
 from offline_agent.backends.base import TokenCallback
 from offline_agent.errors import ModelError
+from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Completion, Usage
-
-# A plain ChatML template, so prompts look like a real chat model's.
-_CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 
 
 @dataclass
@@ -42,7 +37,7 @@ class ScriptedBackend:
         self._queue: deque[str | Completion] = deque(outputs)
         self.calls: list[ScriptedCall] = []
         self.context_size = context_size
-        self.chat_template: str | None = _CHATML
+        self.chat_template: str | None = CHATML_TEMPLATE
 
     def enqueue(self, *outputs: str | Completion) -> None:
         self._queue.extend(outputs)
