@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -341,18 +340,3 @@ class _ByteTokenizer:
 
     def __call__(self, data: bytes | str) -> list[int]:
         return list(data.encode("utf-8") if isinstance(data, str) else data)
-
-
-def tool_specs(tools: Iterable[Any]) -> tuple[ToolSpec, ...]:
-    """The grammar's view of a sequence of Tool objects (anything with name, description, schema)."""
-    return tuple(
-        ToolSpec(name=t.name, description=t.description, schema=t.schema, example=getattr(t, "example", ""))
-        for t in tools
-    )
-
-
-def default_specs() -> Sequence[ToolSpec]:
-    """The built-in tools as the grammar sees them (for `grammar show` and the files in grammars/)."""
-    from offline_agent.tools import default_tool_specs
-
-    return default_tool_specs()

@@ -80,9 +80,6 @@ class Timings:
         return self
 
 
-FinishReason = Literal["stop", "length", "interrupted"]
-
-
 @dataclass
 class Completion:
     """What a backend returns for one call: the text and what it cost."""
