@@ -189,13 +189,18 @@ class ReActAgent:
                 self.callbacks.on_step(record)
         trajectory.stop_reason = "max_steps"
 
+    def step_grammar(self, state: _RunState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
+        """The grammar and parser of step `index`; a strategy that restricts moves per step overrides this."""
+        if final_only:
+            return self.final_grammar, self._final_parser
+        return self.grammar, self._parser
+
     def _generate_step(
         self, state: _RunState, prefix: str, index: int, final_only: bool
     ) -> tuple[StepRecord, Step | None]:
         """Ask the model for one step; returns the record and the parsed step (None: the run stops)."""
         c = self.config
-        grammar = self.final_grammar if final_only else self.grammar
-        parser = self._final_parser if final_only else self._parser
+        grammar, parser = self.step_grammar(state, index, final_only)
         record = StepRecord(index=index, raw="", final_only=final_only)
         started = time.monotonic()
         max_tokens = c.max_tokens
