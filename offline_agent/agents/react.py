@@ -225,6 +225,8 @@ class ReActAgent:
             record.usage += completion.usage
             record.timings += completion.timings
             record.raw = completion.text
+            if completion.rejections:  # where the grammar overruled the model's first choice
+                record.details = {**(record.details or {}), "rejections": [list(r) for r in completion.rejections]}
             record.finish_reason = completion.finish_reason
             if completion.finish_reason == "interrupted":
                 state.trajectory.stop_reason = "timeout"
@@ -270,7 +272,8 @@ class ReActAgent:
         if key is not None and not result.is_error:
             state.calls[key] = record.index
         details = getattr(tool, "last_details", None)
-        record.details = dict(details) if details else None
+        if details:
+            record.details = {**(record.details or {}), **details}
         record.observation = self._fit(result.observation)
         return record.observation
 

@@ -198,6 +198,8 @@ class LlamaCppBackend:
             logits = np.ctypeslib.as_array(get_logits(llm._ctx.ctx, -1), shape=(n_vocab,))
             checked = time.perf_counter()
             token, masked = next_token(sampler, logits, matcher, self._guide)
+            if masked:
+                stream.reject(int(np.argmax(logits)), matcher)
             if self._is_end_of_generation(token):
                 stream.grammar_time(checked)
                 stream.finish("stop")
@@ -281,6 +283,7 @@ class _Stream:
         self.grammar_s = 0.0
         self.masked = 0
         self.forced = 0
+        self.rejections: list[tuple[int, str]] = []
 
     def prompt_done(self) -> None:
         if self.prompt_at is None:
@@ -290,6 +293,12 @@ class _Stream:
         self.grammar_s += time.perf_counter() - since
         self.masked += masked
         self.forced += forced
+
+    def reject(self, favourite: int, matcher: Any) -> None:
+        """Note the model's first choice when the grammar refused it: where in the text, and what it was."""
+        if matcher.validate_tokens([favourite]) == 0:
+            piece = self.llm.detokenize([favourite]).decode("utf-8", errors="replace")
+            self.rejections.append((len(self.text), piece))
 
     def finish(self, reason: str) -> None:
         self.reason = reason
@@ -327,6 +336,7 @@ class _Stream:
             tokens=list(self.tokens),
             masked_tokens=self.masked,
             forced_tokens=self.forced,
+            rejections=list(self.rejections),
         )
 
 
