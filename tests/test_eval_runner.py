@@ -296,6 +296,23 @@ def test_support_recall_and_titles() -> None:
     assert support_recall(["A", "D"], ["A", "B"]) == 0.5 and support_recall([], ["A"]) is None
 
 
+def test_grammar_rejections_and_prevented_moves_are_counted() -> None:
+    from offline_agent.eval.datasets import QARecord
+    from offline_agent.eval.scoring import result_row
+    from offline_agent.steps import StepRecord, Trajectory
+
+    steps = [
+        StepRecord(index=0, raw="", details={"rejections": [[8, "search"], [30, "x"]], "prevented": 1}),
+        StepRecord(index=1, raw="", details={"titles": ["A"]}),
+        StepRecord(index=2, raw="", details=None),
+    ]
+    trajectory = Trajectory(question="q", steps=steps, answer="a", stop_reason="final")
+    row = result_row(QARecord(id="1", question="q", answer="a"), trajectory)
+    assert row["grammar_rejections"] == 2 and row["prevented_moves"] == 1
+    summary = summarize([row, {**row, "prevented_moves": 2}])
+    assert summary["format"]["prevented_moves"] == 3 and summary["format"]["grammar_rejections"] == 4
+
+
 def test_summary_of_nothing() -> None:
     summary = summarize([])
     assert summary["questions"] == 0 and summary["em"] is None and summary["seconds_per_question"]["p90"] is None

@@ -25,6 +25,7 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("Rejected steps", "format.rejected_step_rate%"),
     ("Format-error runs", "format.format_error_run_rate%"),
     ("Invalid actions", "format.invalid_action_rate%"),
+    ("Moves prevented", "format.prevented_moves"),
     ("Steps/q", "steps_per_question.mean"),
     ("Prompt tok/q", "tokens.prompt_per_question"),
     ("Cached tok/q", "tokens.cached_per_question"),

@@ -9,7 +9,10 @@ Definitions:
   searches and lookups returned; None for a record without supporting titles or an agent without tools;
 - a rejected step: a step whose text the Lark parser rejected (also when a retry with more tokens then parsed);
 - a format-error run: a run that stopped because a step was rejected (stop reason `error` with a parse error);
-- an invalid action: a parsed Action the tool refused (a tool error, a repeated call, lookup before search).
+- an invalid action: a parsed Action the tool refused (a tool error, a repeated call, lookup before search);
+- a grammar rejection: a token the model ranked first that the grammar refused (decoding took the best allowed one);
+- a prevented move: a grammar rejection where the next action was chosen, i.e. a move the agent's action graph
+  forbids (KnowAgent records them per step as `details["prevented"]`).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = T
         "rejected_steps": rejected,
         "format_error": format_error,
         "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
+        "grammar_rejections": sum(len((step.details or {}).get("rejections", ())) for step in steps),
+        "prevented_moves": sum(int((step.details or {}).get("prevented", 0)) for step in steps),
         "stop_reason": trajectory.stop_reason,
         "prompt_tokens": usage.prompt_tokens,
         "cached_tokens": usage.cached_tokens,
@@ -124,6 +129,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "actions": actions,
             "invalid_actions": sum(row["invalid_actions"] for row in rows),
             "invalid_action_rate": _rate(sum(row["invalid_actions"] for row in rows), actions),
+            "grammar_rejections": sum(row.get("grammar_rejections", 0) for row in rows),
+            "prevented_moves": sum(row.get("prevented_moves", 0) for row in rows),
         },
         "steps_per_question": {
             "mean": _mean(steps),
