@@ -230,12 +230,32 @@ def test_fast_engine_is_greedy_on_the_masked_logits_like_llama_grammar(
     assert agreed >= diverged
 
 
-def test_llama_grammar_engine_also_always_parses(reference_backend, small_backend, sample_index) -> None:
+@pytest.fixture(scope="module")
+def check_backend(small_model_path: Path):
+    from offline_agent.backends.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(small_model_path, grammar_engine="llama.cpp-check")
+
+
+def test_llama_check_engine_matches_llguidance_token_for_token(check_backend, stepwise_backend, sample_index) -> None:
+    """Both check the model's best token and mask only on rejection, one with llama.cpp's grammar code and one with
+    llguidance's: at temperature 0 (no jump-forward) they must pick the same tokens."""
+    for agent, prompt in agent_prompts(stepwise_backend, sample_index):
+        for grammar in (agent.grammar.gbnf, agent.final_grammar.gbnf):
+            expected = stepwise_backend.complete(prompt, grammar=grammar, max_tokens=200)
+            checked = check_backend.complete(prompt, grammar=grammar, max_tokens=200)
+            assert checked.tokens == expected.tokens, (checked.text, expected.text)
+            assert checked.masked_tokens > 0 and checked.forced_tokens == 0
+
+
+@pytest.mark.parametrize("engine", ["reference", "check"])
+def test_llama_grammar_engines_also_always_parse(
+    engine: str, reference_backend, check_backend, small_backend, sample_index
+) -> None:
+    backend = reference_backend if engine == "reference" else check_backend
     agent, prompt = agent_prompts(small_backend, sample_index)[-1]
     for seed in range(4):
-        completion = reference_backend.complete(
-            prompt, grammar=agent.grammar.gbnf, max_tokens=256, temperature=1.0, seed=seed
-        )
+        completion = backend.complete(prompt, grammar=agent.grammar.gbnf, max_tokens=256, temperature=1.0, seed=seed)
         StepParser(agent.spec).parse(completion.text)
 
 
@@ -245,7 +265,7 @@ def test_jump_forward_appends_forced_tokens(small_backend, sample_index) -> None
     assert completion.forced_tokens > 0 and completion.text.startswith("Thought: ")
 
 
-@pytest.mark.parametrize("engine", ["llguidance", "llama.cpp"])
+@pytest.mark.parametrize("engine", ["llguidance", "llama.cpp-check", "llama.cpp"])
 def test_a_grammar_that_does_not_compile_is_an_error(small_model_path: Path, engine: str) -> None:
     from offline_agent.backends.llamacpp import LlamaCppBackend
     from offline_agent.errors import GrammarError

@@ -17,6 +17,7 @@ temperature), drawn from a numpy generator seeded per call, so a seed reproduces
 
 from __future__ import annotations
 
+import ctypes
 import time
 import warnings
 from dataclasses import dataclass
@@ -120,7 +121,90 @@ class GrammarCache:
         return out
 
 
-def next_token(sampler: TokenSampler, logits: np.ndarray, matcher: Any, cache: GrammarCache | None) -> tuple[int, bool]:
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+
+
+class LlamaGrammarCheck:
+    """llama.cpp's own grammar sampler, asked about the sampled token only (engine "llama.cpp-check").
+
+    The same "check first, mask on rejection" scheme as the llguidance path, with llama.cpp's grammar code as the
+    judge: one candidate is checked per token, and the whole vocabulary only when that candidate is refused. llama.cpp
+    has no forced-token or "grammar complete" query, so there is no jump-forward and a step ends on the end-of-text
+    token the grammar allows once it is complete.
+    """
+
+    def __init__(self, llama_cpp: Any, sampler: Any, n_vocab: int) -> None:
+        self._l = llama_cpp
+        self.sampler = sampler
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._one_array = llama_cpp.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
+        self._all = (llama_cpp.llama_token_data * n_vocab)()
+        self._all_array = llama_cpp.llama_token_data_array(data=self._all, size=n_vocab, selected=-1, sorted=False)
+        self._view = np.frombuffer(self._all, dtype=_TOKEN_DATA)
+        self._ids = np.arange(n_vocab, dtype=np.int32)
+
+    def __del__(self) -> None:
+        if getattr(self, "sampler", None):
+            self._l.llama_sampler_free(self.sampler)
+            self.sampler = None
+
+    def validate_tokens(self, tokens: list[int]) -> int:
+        """1 if the grammar allows `tokens[0]` next, else 0 (llguidance's LLMatcher answers the same way)."""
+        self._one[0].id, self._one[0].logit, self._one[0].p = tokens[0], 0.0, 0.0
+        self._one_array.size = 1
+        self._l.llama_sampler_apply(self.sampler, ctypes.byref(self._one_array))
+        return int(np.isfinite(self._one[0].logit))
+
+    def masked(self, logits: np.ndarray) -> np.ndarray:
+        """A copy of `logits` with every token the grammar forbids set to -inf (the whole vocabulary checked)."""
+        self._view["id"] = self._ids
+        self._view["logit"] = logits[: self._ids.shape[0]]
+        self._all_array.size = self._ids.shape[0]
+        self._l.llama_sampler_apply(self.sampler, ctypes.byref(self._all_array))
+        out = np.full(logits.shape, -np.inf, dtype=np.float32)
+        out[self._view["id"]] = self._view["logit"]
+        return out
+
+    def consume_token(self, token: int) -> bool:
+        self._l.llama_sampler_accept(self.sampler, token)
+        return True
+
+    def is_stopped(self) -> bool:
+        return False
+
+    def compute_ff_tokens(self) -> list[int]:
+        return []
+
+
+class LlamaGrammarCache:
+    """llama.cpp grammar samplers compiled once per GBNF text and cloned per completion."""
+
+    def __init__(self, llm: Any, llama_cpp: Any) -> None:
+        self._l = llama_cpp
+        self._vocab = llm._model.vocab
+        self.n_vocab = llm.n_vocab()
+        self._pristine: dict[str, Any] = {}
+        self.compile_s: dict[str, float] = {}
+
+    def matcher(self, gbnf: str) -> LlamaGrammarCheck:
+        pristine = self._pristine.get(gbnf)
+        if pristine is None:
+            from offline_agent.grammar import GbnfChecker
+
+            GbnfChecker(gbnf)  # llama.cpp reports a bad grammar only as a null sampler, with no reason
+            started = time.perf_counter()
+            pristine = self._l.llama_sampler_init_grammar(self._vocab, gbnf.encode("utf-8"), b"root")
+            if not pristine:
+                raise GrammarError("llama.cpp could not compile the grammar")
+            self._pristine[gbnf] = pristine
+            self.compile_s[gbnf] = time.perf_counter() - started
+        return LlamaGrammarCheck(self._l, self._l.llama_sampler_clone(pristine), self.n_vocab)
+
+    def masked(self, matcher: LlamaGrammarCheck, logits: np.ndarray) -> np.ndarray:
+        return matcher.masked(logits)
+
+
+def next_token(sampler: TokenSampler, logits: np.ndarray, matcher: Any, cache: Any) -> tuple[int, bool]:
     """Pick the next token under the grammar; returns it and whether the full mask had to be computed."""
     candidates = sampler.candidates(logits)
     if matcher is None or all(matcher.validate_tokens([int(t)]) == 1 for t in candidates):

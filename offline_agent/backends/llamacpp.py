@@ -17,13 +17,19 @@ from typing import Any
 import numpy as np
 
 from offline_agent.backends.base import TokenCallback
-from offline_agent.backends.guided import GrammarCache, SamplingSettings, TokenSampler, next_token
+from offline_agent.backends.guided import (
+    GrammarCache,
+    LlamaGrammarCache,
+    SamplingSettings,
+    TokenSampler,
+    next_token,
+)
 from offline_agent.errors import ConfigError, ContextOverflowError, ModelError
 from offline_agent.steps import Completion, Timings, Usage
 
 # "llguidance": check sampled tokens, mask only on rejection, jump forward (fast; the default).
 # "llama.cpp": llama-cpp-python's grammar= sampler, which checks the whole vocabulary at every token (reference).
-GRAMMAR_ENGINES = ("llguidance", "llama.cpp")
+GRAMMAR_ENGINES = ("llguidance", "llama.cpp-check", "llama.cpp")
 
 # llama.cpp's own sampling defaults; temperature 0 is greedy and ignores them.
 _TOP_K = 40
@@ -95,7 +101,7 @@ class LlamaCppBackend:
         self._grammars: dict[str, Any] = {}
         self.grammar_engine = grammar_engine
         self.jump_forward = jump_forward
-        self._guide: GrammarCache | None = None
+        self._guide: GrammarCache | LlamaGrammarCache | None = None
 
     def _token_text(self, token: int) -> str | None:
         if token < 0:
@@ -178,7 +184,8 @@ class LlamaCppBackend:
         matcher = None
         if grammar is not None:
             if self._guide is None:
-                self._guide = GrammarCache(llm)
+                check = self.grammar_engine == "llama.cpp-check"
+                self._guide = LlamaGrammarCache(llm, self._llama_cpp) if check else GrammarCache(llm)
             matcher = self._guide.matcher(grammar)
         sampler = TokenSampler(sampling, seed)
         cached = self._reuse_prefix(tokens)

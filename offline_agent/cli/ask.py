@@ -85,11 +85,12 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
 @click.option("--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step).")
 @click.option(
     "--grammar-engine",
-    type=click.Choice(["llguidance", "llama.cpp"]),
+    type=click.Choice(["llguidance", "llama.cpp-check", "llama.cpp"]),
     default="llguidance",
     show_default=True,
-    help="llguidance checks sampled tokens and jumps forward over forced ones (fast); llama.cpp is "
-    "llama-cpp-python's grammar= sampler (checks the whole vocabulary at every token).",
+    help="llguidance checks the sampled token and jumps forward over forced ones (fastest); llama.cpp-check "
+    "checks the sampled token with llama.cpp's grammar code (no jump-forward); llama.cpp is llama-cpp-python's "
+    "grammar= sampler (checks the whole vocabulary at every token).",
 )
 @click.option("--no-jump-forward", is_flag=True, help="Sample every token, even those the grammar forces.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
