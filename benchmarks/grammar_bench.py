@@ -4,6 +4,7 @@ For every model that is installed: milliseconds per generated token with
   - llama.cpp unconstrained (llama-cpp-python's own generate loop: the peer),
   - our decoding loop unconstrained,
   - llama-cpp-python's grammar= sampler (the old path),
+  - llama.cpp's grammar code checking sampled tokens only (engine llama.cpp-check),
   - llguidance checking sampled tokens only, without and with jump-forward (the default),
 the ratio of each to llama.cpp unconstrained, how often the full mask was needed, and the grammar's compile
 time. Greedy decoding on warmed prompts (the prompt is cached before timing), so only generation is timed.
@@ -28,7 +29,7 @@ from offline_agent.resources import sample_questions
 from offline_agent.runner import open_index
 from offline_agent.tools import build_tools
 
-PATHS = ("llama.cpp free", "ours free", "grammar=", "llguidance", "llguidance+jump")
+PATHS = ("llama.cpp free", "ours free", "grammar=", "llama.cpp-check", "llguidance", "llguidance+jump")
 
 
 def prompts_for(backend: LlamaCppBackend, count: int) -> tuple[ReActAgent, list[str]]:
@@ -59,6 +60,7 @@ def measure(model: str, args: argparse.Namespace) -> dict[str, object]:
     masked = forced = generated = 0
     backends = {
         "grammar=": LlamaCppBackend(resolved.path, grammar_engine="llama.cpp", model_name=model),
+        "llama.cpp-check": LlamaCppBackend(resolved.path, grammar_engine="llama.cpp-check", model_name=model),
         "llguidance": LlamaCppBackend(resolved.path, jump_forward=False, model_name=model),
         "llguidance+jump": LlamaCppBackend(resolved.path, model_name=model),
     }
@@ -79,7 +81,7 @@ def measure(model: str, args: argparse.Namespace) -> dict[str, object]:
             times["llama.cpp free"].append(peer_ms_per_token(fast, prompt, args.max_tokens))
             free = fast.complete(prompt, max_tokens=args.max_tokens)
             times["ours free"].append(1000 * free.timings.generate_s / max(free.usage.generated_tokens, 1))
-            for path in ("grammar=", "llguidance", "llguidance+jump"):
+            for path in PATHS[2:]:
                 completion = backends[path].complete(prompt, grammar=grammar, max_tokens=args.max_tokens)
                 sampled = max(completion.usage.generated_tokens, 1)
                 times[path].append(1000 * completion.timings.generate_s / sampled)
