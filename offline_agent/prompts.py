@@ -57,14 +57,31 @@ class PromptParts:
         return hashlib.sha256(f"{self.system}\0{self.user}".encode()).hexdigest()
 
 
-def agent_prompt(name: str, question: str, tools: Sequence[Any], *, max_steps: int) -> PromptParts:
-    """A strategy's instructions (`<name>_system.txt`) with the run's tools and examples, and the question."""
+def agent_prompt(
+    name: str, question: str, tools: Sequence[Any], *, max_steps: int, history: Sequence[Any] = ()
+) -> PromptParts:
+    """A strategy's instructions (`<name>_system.txt`) with the run's tools and examples, and the question.
+
+    `history` holds earlier turns of a chat (objects with `question` and `answer`), shown before the question in
+    the user message; with none, the user message is the question alone, as before chat existed.
+    """
     system = Template(prompt_text(f"{name}_system.txt")).substitute(
         tools=describe_tools(tools),
         max_steps=max_steps,
         examples=prompt_text(f"{name}_examples.txt").strip(),
     )
-    return PromptParts(system=system.strip(), user=f"Question: {question.strip()}")
+    return PromptParts(system=system.strip(), user=history_text(history) + f"Question: {question.strip()}")
+
+
+def history_text(history: Sequence[Any]) -> str:
+    """Earlier turns as the user message shows them, ending in a blank line; empty without turns."""
+    if not history:
+        return ""
+    lines = ["Earlier in this conversation:"]
+    for turn in history:
+        answer = turn.answer if turn.answer is not None else "(no answer)"
+        lines += [f"Question: {turn.question.strip()}", f"Answer: {answer.strip()}"]
+    return "\n".join(lines) + "\n\n"
 
 
 def render_chat(
@@ -104,9 +121,12 @@ def _compiled(template: str) -> Any:
         raise ConfigError(f"the model's chat template does not compile: {exc}") from exc
 
 
-def scratchpad_entry(step_text: str, observation: str | None) -> str:
-    """What one step adds to the scratchpad: its text, then the Observation line if a tool ran."""
+def scratchpad_entry(step_text: str, observation: str | None, note: str | None = None) -> str:
+    """What one step adds to the scratchpad: its text, then the Observation line if a tool ran.
+
+    `note` (the loop's step budget, say) is appended to the Observation line in parentheses.
+    """
     entry = step_text.rstrip("\n") + "\n"
     if observation is not None:
-        entry += f"Observation: {observation}\n"
+        entry += f"Observation: {observation}" + (f" ({note})" if note else "") + "\n"
     return entry

@@ -7,14 +7,15 @@ every entry point loads models the same way and records the same reproducibility
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offline_agent.agents import AgentCallbacks, AgentConfig, agent_class
+from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent, agent_class
 from offline_agent.errors import ConfigError
 from offline_agent.prompts import CHATML_TEMPLATE
-from offline_agent.steps import Trajectory
+from offline_agent.steps import Trajectory, Turn
 from offline_agent.tools import DEFAULT_TOOLS, build_tools
 
 
@@ -84,6 +85,13 @@ def open_index(corpus: str | Path | None) -> tuple[Any, str]:
     return open_corpus(target), str(target)
 
 
+def agent_tools(agent: str | type[ReActAgent], tools: Sequence[str] = DEFAULT_TOOLS) -> tuple[str, ...]:
+    """The tools a run of `agent` gets: `tools`, then the built-in tools the strategy requires (KnowAgent's
+    retrieve) that are not among them."""
+    strategy = agent_class(agent) if isinstance(agent, str) else agent
+    return (*tools, *(name for name in strategy.required_tools if name not in tools))
+
+
 @dataclass
 class Session:
     """A loaded backend and corpus, reused across questions (each question gets fresh tools and state)."""
@@ -95,12 +103,18 @@ class Session:
     tools: tuple[str, ...] = DEFAULT_TOOLS
 
     def ask(
-        self, question: str, config: AgentConfig | None = None, callbacks: AgentCallbacks | None = None
+        self,
+        question: str,
+        config: AgentConfig | None = None,
+        callbacks: AgentCallbacks | None = None,
+        history: Sequence[Turn] = (),
     ) -> Trajectory:
+        """Answer `question`; `history` holds the earlier turns of a chat (the agent picks which to show)."""
         if not question or not question.strip():
             raise ConfigError("the question is empty")
-        registry = build_tools(self.index, self.tools)
-        agent = agent_class(self.agent)(self.backend, registry, config, callbacks)
-        trajectory = agent.run(question.strip())
+        strategy = agent_class(self.agent)
+        registry = build_tools(self.index, agent_tools(strategy, self.tools))
+        agent = strategy(self.backend, registry, config, callbacks)
+        trajectory = agent.run(question.strip(), history) if history else agent.run(question.strip())
         trajectory.corpus = self.corpus
         return trajectory

@@ -1,4 +1,5 @@
-"""Pure values that flow through the agent: a parsed Step, a model Completion, a recorded StepRecord, a Trajectory.
+"""Pure values that flow through the agent: a parsed Step, a model Completion, a recorded StepRecord, a Trajectory,
+and the Turns of a chat.
 
 They hold no behaviour beyond a JSON round trip (`to_dict` / `from_dict`), so a trajectory written to JSONL by one
 version can be read back, compared and scored without a model.
@@ -30,11 +31,15 @@ class Action:
 
 @dataclass(frozen=True)
 class Step:
-    """One parsed model turn: an optional thought and exactly one of an action or a final answer."""
+    """One parsed model turn: an optional thought and exactly one of an action or a final answer.
+
+    `path` is the ActionPath line the step wrote (KnowAgent), ending with the move it chose; None without one.
+    """
 
     thought: str | None
     action: Action | None = None
     final: str | None = None
+    path: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.action is None) == (self.final is None):
@@ -43,6 +48,21 @@ class Step:
     @property
     def is_final(self) -> bool:
         return self.final is not None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier exchange of a chat: the question and the answer the agent gave (None: it gave none)."""
+
+    question: str
+    answer: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Turn:
+        return cls(question=data["question"], answer=data.get("answer"))
 
 
 @dataclass
@@ -149,6 +169,20 @@ class Trajectory:
     corpus: str | None = None
     version: str = ""
     started_at: str = ""
+    # The earlier turns of a chat that the prompt showed; the defaults below describe runs recorded before
+    # chat and the step controls existed (no history, no budget hints, a Final-only last step).
+    history: list[Turn] = field(default_factory=list)
+    early_stopping: str = "generate"
+    budget_hint: bool = False
+
+    @property
+    def intermediate_steps(self) -> list[tuple[Action, str]]:
+        """Every tool call with its Observation, in order: LangChain's (action, observation) pairs."""
+        return [
+            (Action(step.action, step.argument if step.argument is not None else ""), step.observation or "")
+            for step in self.steps
+            if step.action is not None
+        ]
 
     @property
     def usage(self) -> Usage:
@@ -167,6 +201,7 @@ class Trajectory:
         data = dict(data)
         data.pop("usage", None)
         data["steps"] = [StepRecord.from_dict(step) for step in data.get("steps", [])]
+        data["history"] = [Turn.from_dict(turn) for turn in data.get("history", [])]
         return cls(**data)
 
     def to_json(self) -> str:

@@ -5,10 +5,13 @@ What the loop guarantees:
   errors) and checked by the Lark parser; a step the parser rejects is recorded with its labelled error, retried
   once with twice the tokens if it was cut off at max_tokens, and otherwise ends the run with stop reason `error`:
   the loop never guesses what the model meant;
-- on the last allowed step the grammar allows only `Final`;
+- on the last allowed step the grammar allows only `Final` (early_stopping "generate"), or the step is an ordinary
+  one and a run without a Final stops with stop reason `max_steps` (early_stopping "force");
+- after each Observation the model is told how many steps it has left (budget_hint), appended to that line only;
 - a tool failure becomes the Observation; a repeated identical call is not run again;
 - Observations are cut to a token budget; the prompt only grows, so llama.cpp reuses its cache;
-- it stops on Final, max steps, or max seconds, and records why.
+- it stops on Final, max steps, or max seconds, and records why;
+- earlier turns of a chat are shown before the question; `context_for` picks which (a hook for strategies).
 """
 
 from __future__ import annotations
@@ -16,21 +19,24 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from offline_agent import __version__
 from offline_agent.backends.base import Backend
-from offline_agent.errors import ContextOverflowError, StepParseError
+from offline_agent.errors import ConfigError, ContextOverflowError, StepParseError
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, agent_prompt, render_chat, scratchpad_entry
-from offline_agent.steps import Step, StepRecord, Trajectory
+from offline_agent.steps import Step, StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
 
 STOP_SEQUENCES = ("\nObservation:",)
+EARLY_STOPPING = ("generate", "force")
+# Earlier answered turns a chat shows by default (ReActAgent.context_for).
+CONTEXT_TURNS = 3
 
 
 @dataclass
@@ -47,10 +53,17 @@ class AgentConfig:
     thought_max: int = 300
     argument_max: int = 120
     final_max: int = 200
+    # "generate": the last allowed step may only be Final; "force": it is an ordinary step, and a run that
+    # reaches max_steps without a Final stops with no answer (LangChain's names).
+    early_stopping: str = "generate"
+    # Tell the model after each Observation how many steps it has left.
+    budget_hint: bool = True
+    # KnowAgent's action graph (a TOML file); None: the graph shipped with the package. Other agents ignore it.
+    action_graph: str | None = None
 
     def __post_init__(self) -> None:
-        from offline_agent.errors import ConfigError
-
+        if self.early_stopping not in EARLY_STOPPING:
+            raise ConfigError(f"unknown early_stopping {self.early_stopping!r}; choose from {list(EARLY_STOPPING)}")
         if self.max_steps < 1:
             raise ConfigError("max_steps must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
@@ -63,12 +76,16 @@ class AgentConfig:
 
 @dataclass
 class AgentCallbacks:
-    """Hooks for a live view: a step starts, text streams in, a tool runs, a step is recorded."""
+    """Hooks for a live view: a step starts, text streams in, a tool starts and ends, a step is recorded.
+
+    on_tool_end gets (tool name, argument, the Observation as the model sees it, whether the tool failed).
+    """
 
     on_step_start: Callable[[int, bool], None] | None = None
     on_token: Callable[[str], None] | None = None
     on_tool_start: Callable[[str, Any], None] | None = None
     on_step: Callable[[StepRecord], None] | None = None
+    on_tool_end: Callable[[str, Any, str, bool], None] | None = None
 
 
 @dataclass
@@ -88,6 +105,8 @@ class ReActAgent:
     uses_thought = True
     uses_tools = True
     prompt_name = "react"
+    # Built-in tools the strategy needs beyond the run's tools (runner.Session and the evaluation add them).
+    required_tools: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -119,9 +138,17 @@ class ReActAgent:
     def grammar_sha256(self) -> str:
         return hashlib.sha256(f"{self.grammar.sha256}\0{self.final_grammar.sha256}".encode()).hexdigest()
 
-    def prompt_parts(self, question: str) -> PromptParts:
+    def prompt_parts(self, question: str, history: Sequence[Turn] = ()) -> PromptParts:
         tools = list(self.tools) if self.uses_tools else []
-        return agent_prompt(self.prompt_name, question, tools, max_steps=self.config.max_steps)
+        return agent_prompt(self.prompt_name, question, tools, max_steps=self.config.max_steps, history=history)
+
+    def context_for(self, question: str, history: Sequence[Turn]) -> list[Turn]:
+        """The earlier turns of a chat to show before `question`: by default the last 3 that got an answer.
+
+        A strategy with its own rule (only turns the question refers back to, say) overrides this.
+        """
+        answered = [turn for turn in history if turn.answer is not None]
+        return answered[-CONTEXT_TURNS:]
 
     def prompt_prefix(self, parts: PromptParts) -> str:
         """The chat-template part of the prompt, up to where the assistant writes its first step."""
@@ -133,12 +160,30 @@ class ReActAgent:
             eos_token=getattr(self.backend, "eos_text", None),
         )
 
-    def run(self, question: str) -> Trajectory:
-        """Answer one question; never raises on model output or tool failures (see the stop reason)."""
+    def run(self, question: str, history: Sequence[Turn] = ()) -> Trajectory:
+        """Answer one question; never raises on model output or tool failures (see the stop reason).
+
+        `history`: the earlier turns of a chat, oldest first; `context_for` picks those the prompt shows, and the
+        trajectory records them.
+        """
         c = self.config
         started = time.monotonic()
-        parts = self.prompt_parts(question)
-        trajectory = Trajectory(
+        turns = list(self.context_for(question, history)) if history else []
+        # Without turns, call the one-argument form that strategies written before chat may override.
+        parts = self.prompt_parts(question, turns) if turns else self.prompt_parts(question)
+        trajectory = self.new_trajectory(question, parts, turns)
+        state = _RunState(trajectory, deadline=started + c.max_seconds if c.max_seconds else None)
+        prefix = self.prompt_prefix(parts)
+        try:
+            self._loop(state, prefix)
+        finally:
+            trajectory.seconds = round(time.monotonic() - started, 3)
+        return trajectory
+
+    def new_trajectory(self, question: str, parts: PromptParts, turns: Sequence[Turn]) -> Trajectory:
+        """An empty trajectory carrying what makes the run reproducible (hashes, seed, settings, shown turns)."""
+        c = self.config
+        return Trajectory(
             question=question,
             agent=self.name,
             backend=self.backend.name,
@@ -151,14 +196,10 @@ class ReActAgent:
             max_seconds=c.max_seconds,
             version=__version__,
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            history=list(turns),
+            early_stopping=c.early_stopping,
+            budget_hint=c.budget_hint,
         )
-        state = _RunState(trajectory, deadline=started + c.max_seconds if c.max_seconds else None)
-        prefix = self.prompt_prefix(parts)
-        try:
-            self._loop(state, prefix)
-        finally:
-            trajectory.seconds = round(time.monotonic() - started, 3)
-        return trajectory
 
     def _loop(self, state: _RunState, prefix: str) -> None:
         c = self.config
@@ -167,7 +208,7 @@ class ReActAgent:
             if state.deadline is not None and time.monotonic() >= state.deadline:
                 trajectory.stop_reason = "timeout"
                 return
-            final_only = index == c.max_steps - 1 and c.grammar
+            final_only = self._final_only(index)
             if self.callbacks.on_step_start:
                 self.callbacks.on_step_start(index, final_only)
             record, step = self._generate_step(state, prefix, index, final_only)
@@ -184,10 +225,27 @@ class ReActAgent:
                     self.callbacks.on_step(record)
                 return
             observation = self._act(state, record, step)
-            state.scratchpad += scratchpad_entry(record.raw, observation)
+            state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(index))
             if self.callbacks.on_step:
                 self.callbacks.on_step(record)
         trajectory.stop_reason = "max_steps"
+
+    def _final_only(self, index: int) -> bool:
+        """Whether step `index` may only be Final: the last allowed step, when early stopping generates."""
+        c = self.config
+        return index == c.max_steps - 1 and c.grammar and c.early_stopping == "generate"
+
+    def budget_note(self, index: int) -> str | None:
+        """What the Observation of step `index` tells the model about the steps it has left (None: nothing)."""
+        c = self.config
+        left = c.max_steps - index - 1
+        if not c.budget_hint or left < 1:
+            return None
+        if left > 1:
+            return f"{left} steps left"
+        if self._final_only(index + 1):
+            return "last step: only Final is allowed"
+        return "last step: give the Final answer now"
 
     def step_grammar(self, state: _RunState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
         """The grammar and parser of step `index`; a strategy that restricts moves per step overrides this."""
@@ -275,6 +333,8 @@ class ReActAgent:
         if details:
             record.details = {**(record.details or {}), **details}
         record.observation = self._fit(result.observation)
+        if self.callbacks.on_tool_end:
+            self.callbacks.on_tool_end(action.tool, action.argument, record.observation, result.is_error)
         return record.observation
 
     def _fit(self, text: str) -> str:

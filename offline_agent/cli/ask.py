@@ -6,46 +6,95 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from offline_agent.agents import AGENTS, AgentCallbacks, AgentConfig
-from offline_agent.cli.options import model_options
+from offline_agent.agents import AgentCallbacks, AgentConfig
+from offline_agent.cli.options import action_graph_option, control_options, model_options, session_options
 from offline_agent.errors import ConfigError, OfflineAgentError
-from offline_agent.steps import StepRecord, Trajectory
+from offline_agent.steps import Action, StepRecord, Trajectory
 
+if TYPE_CHECKING:
+    from offline_agent.runner import Session
 EXIT_NO_ANSWER = 3
 
 
 class LiveView:
-    """Prints each step on stderr as it happens: the model's text as it streams, then the Observation."""
+    """Prints each step on stderr as it happens: the model's text as it streams, the tool call while it runs, then
+    the Observation as soon as the tool returns."""
 
     def __init__(self, stream: Any = None) -> None:
         self.stream = stream or sys.stderr
         self.color = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._line_open = False  # the last text written did not end its line
+        self._observation_shown = False  # this step's Observation was printed when its tool ended
 
     def _write(self, text: str, **style: Any) -> None:
+        if not text:
+            return
         click.echo(click.style(text, **style) if self.color and style else text, file=self.stream, nl=False)
         self.stream.flush()
+        self._line_open = not text.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self._line_open:
+            self._write("\n")
+
+    def _observation(self, text: str, is_error: bool) -> None:
+        self._write(f"Observation: {text}\n", fg="red" if is_error else "yellow")
 
     def step_start(self, index: int, final_only: bool) -> None:
+        self._observation_shown = False
+        self._end_line()
         note = " (last step: Final only)" if final_only else ""
         self._write(f"\n── step {index + 1}{note}\n", dim=True)
 
     def token(self, text: str) -> None:
         self._write(text, fg="cyan")
 
+    def tool_start(self, name: str, argument: Any) -> None:
+        self._end_line()
+        self._write(f"… running {Action(name, argument).render()}\n", dim=True)
+
+    def tool_end(self, name: str, argument: Any, observation: str, is_error: bool) -> None:
+        self._end_line()
+        self._observation(observation, is_error)
+        self._observation_shown = True
+
     def step(self, record: StepRecord) -> None:
-        if not record.raw.endswith("\n"):
-            self._write("\n")
+        self._end_line()
         if record.parse_error:
             self._write(f"[parse error: {record.parse_error['label']}: {record.parse_error['message']}]\n", fg="red")
-        if record.observation is not None:
-            self._write(f"Observation: {record.observation}\n", fg="yellow" if not record.tool_error else "red")
+        if record.observation is not None and not self._observation_shown:  # a call refused without running
+            self._observation(record.observation, record.tool_error)
+        self._observation_shown = False
 
     def callbacks(self) -> AgentCallbacks:
-        return AgentCallbacks(on_step_start=self.step_start, on_token=self.token, on_step=self.step)
+        return AgentCallbacks(
+            on_step_start=self.step_start,
+            on_token=self.token,
+            on_tool_start=self.tool_start,
+            on_tool_end=self.tool_end,
+            on_step=self.step,
+        )
+
+
+def open_session(corpus: str | None, model: str | None, *, agent: str, quiet: bool, **backend: Any) -> Session:
+    """Open the corpus and load the model once, saying what was loaded on stderr unless `quiet`.
+
+    `backend` holds load_llama_backend's settings (seed, gpu_layers, context_size, threads, grammar_engine, ...).
+    """
+    from offline_agent.runner import Session, load_llama_backend, open_index
+
+    index, corpus_name = open_index(corpus)
+    if not quiet:
+        click.echo(f"corpus: {corpus_name} ({len(index)} passages)", err=True)
+    loaded = load_llama_backend(model, **backend)
+    if not quiet:
+        described = loaded.describe()
+        click.echo(f"model: {described['name']} ({described['path']})", err=True)
+    return Session(backend=loaded, index=index, corpus=corpus_name, agent=agent)
 
 
 def append_trace(path: Path, trajectory: Trajectory) -> None:
@@ -63,36 +112,13 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
 
 @click.command("ask")
 @model_options(
-    max_steps_help="Most model turns; the last one may only answer.",
+    max_steps_help="Most model turns; the last one may only answer (see --early-stopping).",
     max_seconds_help="Stop after this many seconds (stop reason timeout).",
 )
 @click.argument("question")
-@click.option(
-    "--corpus",
-    "-c",
-    metavar="DIR_OR_INDEX",
-    help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
-)
-@click.option("--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy.")
-@click.option(
-    "--threads",
-    type=click.IntRange(1, 512),
-    envvar="OFFLINE_AGENT_THREADS",
-    default=None,
-    help="CPU threads for llama.cpp [env OFFLINE_AGENT_THREADS; default: every core]. Use fewer when other "
-    "programs keep cores busy: llama.cpp's threads wait on each other.",
-)
-@click.option("--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step).")
-@click.option(
-    "--grammar-engine",
-    type=click.Choice(["llguidance", "llama.cpp-check", "llama.cpp"]),
-    default="llguidance",
-    show_default=True,
-    help="llguidance checks the sampled token and jumps forward over forced ones (fastest); llama.cpp-check "
-    "checks the sampled token with llama.cpp's grammar code (no jump-forward); llama.cpp is llama-cpp-python's "
-    "grammar= sampler (checks the whole vocabulary at every token).",
-)
-@click.option("--no-jump-forward", is_flag=True, help="Sample every token, even those the grammar forces.")
+@session_options()
+@control_options()
+@action_graph_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
     "--trace",
@@ -100,11 +126,6 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
     help="Append the trajectory as one JSON line to this file.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the steps on stderr.")
-@click.option(
-    "--verbose",
-    is_flag=True,
-    help="Show llama.cpp's own log on stderr (e.g. how many layers went to the GPU).",
-)
 def ask(
     question: str,
     corpus: str | None,
@@ -121,6 +142,9 @@ def ask(
     no_grammar: bool,
     grammar_engine: str,
     no_jump_forward: bool,
+    early_stopping: str,
+    no_budget_hint: bool,
+    action_graph: str | None,
     as_json: bool,
     trace: Path | None,
     quiet: bool,
@@ -132,8 +156,6 @@ def ask(
     Observation; the answer goes to stdout. Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
     stopped without an answer (max steps, timeout, or a step the parser rejected).
     """
-    from offline_agent.runner import Session, load_llama_backend, open_index
-
     if not question.strip():
         raise ConfigError("the question is empty")
     config = AgentConfig(
@@ -143,24 +165,27 @@ def ask(
         seed=seed,
         max_tokens=max_tokens,
         grammar=not no_grammar,
+        early_stopping=early_stopping,
+        budget_hint=not no_budget_hint,
+        action_graph=action_graph,
     )
-    index, corpus_name = open_index(corpus)
-    if not quiet:
-        click.echo(f"corpus: {corpus_name} ({len(index)} passages)", err=True)
-    backend = load_llama_backend(
+    from offline_agent.agents import agent_class
+    from offline_agent.agents.knowagent import check_action_graph
+
+    check_action_graph(agent_class(agent), action_graph)  # before the model loads
+    session = open_session(
+        corpus,
         model,
+        agent=agent,
+        seed=seed,
         gpu_layers=gpu_layers,
         context_size=context_size,
-        seed=seed,
+        threads=threads,
         grammar_engine=grammar_engine,
         jump_forward=not no_jump_forward,
-        threads=threads,
         verbose=verbose,
+        quiet=quiet,
     )
-    if not quiet:
-        described = backend.describe()
-        click.echo(f"model: {described['name']} ({described['path']})", err=True)
-    session = Session(backend=backend, index=index, corpus=corpus_name, agent=agent)
     callbacks = None if quiet else LiveView().callbacks()
     trajectory = session.ask(question, config, callbacks)
     if trace is not None:
@@ -175,18 +200,27 @@ def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool) -> 
     elif trajectory.answer is not None:
         click.echo(trajectory.answer)
     if not quiet:
-        usage = trajectory.usage
-        click.echo(
-            f"\nstop: {trajectory.stop_reason} after {len(trajectory.steps)} steps, {trajectory.seconds:.1f} s; "
-            f"tokens: {usage.prompt_tokens} prompt ({usage.cached_tokens} cached), {usage.generated_tokens} generated",
-            err=True,
-        )
+        click.echo("\n" + stop_line(trajectory), err=True)
     if trajectory.stop_reason != "final":
-        reason = f": {trajectory.error}" if trajectory.error else ""
-        click.echo(f"no answer (stop reason {trajectory.stop_reason}{reason})", err=True)
+        click.echo(no_answer_line(trajectory), err=True)
         raise SystemExit(EXIT_NO_ANSWER)
+
+
+def stop_line(trajectory: Trajectory) -> str:
+    """Why and after how much work the run stopped, in one line."""
+    usage = trajectory.usage
+    return (
+        f"stop: {trajectory.stop_reason} after {len(trajectory.steps)} steps, {trajectory.seconds:.1f} s; "
+        f"tokens: {usage.prompt_tokens} prompt ({usage.cached_tokens} cached), {usage.generated_tokens} generated"
+    )
+
+
+def no_answer_line(trajectory: Trajectory) -> str:
+    """What a run that stopped without an answer tells the user."""
+    reason = f": {trajectory.error}" if trajectory.error else ""
+    return f"no answer (stop reason {trajectory.stop_reason}{reason})"
 
 
 COMMANDS = [ask]
 
-__all__ = ["COMMANDS", "LiveView", "OfflineAgentError", "append_trace", "ask", "report_trajectory"]
+__all__ = ["COMMANDS", "LiveView", "OfflineAgentError", "append_trace", "ask", "open_session", "report_trajectory"]

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from offline_agent.agents import AGENTS
-from offline_agent.cli.options import model_options
+from offline_agent.cli.options import action_graph_option, control_options, model_options
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -139,6 +139,8 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     show_default=True,
     help="off: generate unconstrained and let the parser count the format errors.",
 )
+@control_options()
+@action_graph_option()
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
 @click.option(
     "--out",
@@ -165,6 +167,9 @@ def eval_command(
     temperature: float,
     context_size: int | None,
     gpu_layers: int,
+    early_stopping: str,
+    no_budget_hint: bool,
+    action_graph: str | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -174,9 +179,9 @@ def eval_command(
     JSONL of {id, question, answer[, supporting_titles]} searched over --pool (the sample questions default to
     the sample corpus). Interrupt and rerun the same command to resume: finished questions are skipped, and a
     larger --limit goes on where the last run stopped. A different configuration (model, agent, grammar, seed,
-    dataset, corpus, ...) is refused in a folder that holds another. The folder holds config.json (what the run
-    is), results.jsonl (one line per question, with the whole trajectory) and summary.json (every question in
-    the folder).
+    dataset, corpus, ...) is refused in a folder that holds another; a folder written before the step budget
+    hint existed resumes with --no-budget-hint. The folder holds config.json (what the run is), results.jsonl
+    (one line per question, with the whole trajectory) and summary.json (every question in the folder).
 
     \b
     Examples:
@@ -208,6 +213,9 @@ def eval_command(
         temperature=temperature,
         context_size=context_size,
         gpu_layers=gpu_layers,
+        early_stopping=early_stopping,
+        budget_hint=not no_budget_hint,
+        action_graph=action_graph,
     )
     run = prepare_evaluation(options, status=status)
     pending = len(run.pending)

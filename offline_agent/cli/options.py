@@ -1,4 +1,4 @@
-"""Options that `ask` and `eval` share, defined once so their names, ranges, defaults and help agree."""
+"""Options that `ask`, `chat` and `eval` share, defined once so their names, ranges, defaults and help agree."""
 
 from __future__ import annotations
 
@@ -8,6 +8,17 @@ from typing import Any
 import click
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _stack(options: list[Decorator]) -> Decorator:
+    """One decorator applying `options` so that --help lists them in this order."""
+
+    def apply(function: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return apply
 
 
 def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
@@ -53,10 +64,84 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
             help="Context window in tokens [default: the registry's n_ctx, else 4096].",
         ),
     ]
+    return _stack(options)
 
-    def apply(function: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed(options):
-            function = option(function)
-        return function
 
-    return apply
+def control_options() -> Decorator:
+    """--early-stopping and --no-budget-hint: what the last step may do, and whether the model sees its budget."""
+    from offline_agent.agents.react import EARLY_STOPPING
+
+    return _stack(
+        [
+            click.option(
+                "--early-stopping",
+                type=click.Choice(EARLY_STOPPING),
+                default="generate",
+                show_default=True,
+                help="generate: the last allowed step may only be Final; force: it is an ordinary step, and a run "
+                "with no Final by then stops without an answer (stop reason max_steps).",
+            ),
+            click.option(
+                "--no-budget-hint",
+                is_flag=True,
+                help="Do not tell the model after each Observation how many steps it has left.",
+            ),
+        ]
+    )
+
+
+def session_options() -> Decorator:
+    """The corpus, the strategy, and the llama.cpp settings of a session that answers questions (ask, chat)."""
+    from offline_agent.agents import AGENTS
+
+    return _stack(
+        [
+            click.option(
+                "--corpus",
+                "-c",
+                metavar="DIR_OR_INDEX",
+                help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
+            ),
+            click.option(
+                "--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy."
+            ),
+            click.option(
+                "--threads",
+                type=click.IntRange(1, 512),
+                envvar="OFFLINE_AGENT_THREADS",
+                default=None,
+                help="CPU threads for llama.cpp [env OFFLINE_AGENT_THREADS; default: every core]. Use fewer when "
+                "other programs keep cores busy: llama.cpp's threads wait on each other.",
+            ),
+            click.option(
+                "--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step)."
+            ),
+            click.option(
+                "--grammar-engine",
+                type=click.Choice(["llguidance", "llama.cpp-check", "llama.cpp"]),
+                default="llguidance",
+                show_default=True,
+                help="llguidance checks the sampled token and jumps forward over forced ones (fastest); "
+                "llama.cpp-check checks the sampled token with llama.cpp's grammar code (no jump-forward); llama.cpp "
+                "is llama-cpp-python's grammar= sampler (checks the whole vocabulary at every token).",
+            ),
+            click.option("--no-jump-forward", is_flag=True, help="Sample every token, even those the grammar forces."),
+            click.option(
+                "--verbose",
+                is_flag=True,
+                help="Show llama.cpp's own log on stderr (e.g. how many layers went to the GPU).",
+            ),
+        ]
+    )
+
+
+def action_graph_option() -> Decorator:
+    """--action-graph: knowagent's action graph file."""
+    return click.option(
+        "--action-graph",
+        type=click.Path(dir_okay=False),
+        default=None,
+        metavar="FILE",
+        help="knowagent only: a TOML file of the actions and which may follow which [default: the shipped graph, "
+        "Start -> Search | Retrieve, then Search, Retrieve, Lookup, Finish].",
+    )

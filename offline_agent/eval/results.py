@@ -7,7 +7,9 @@
   must not write (the report) skip it.
 - config.json records what the run is (model, dataset, corpus, agent, grammar and prompt hashes, seed, ...);
   a rerun whose configuration differs in any field that can change an answer is refused, with the fields
-  named. The question limit, the output folder and machine details (paths, GPU layers) may change.
+  named. The question limit, the output folder and machine details (paths, GPU layers) may change. A field added
+  to the config after a folder was written is read as the value that reproduces how that folder's runs behaved
+  (ADDED_FIELDS), so old folders stay resumable with the settings they were run with.
 - config.json and summary.json are replaced atomically (written aside, fsynced, renamed).
 """
 
@@ -42,6 +44,13 @@ COMPARED_FIELDS = (
     "tools",
 )
 
+# Fields added to config.json after run folders existed, each with the value that reproduces the runs written
+# before it: early stopping always generated a Final-only last step, and no step budget was shown to the model.
+ADDED_FIELDS: dict[str, Any] = {
+    "agent_config.early_stopping": "generate",
+    "agent_config.budget_hint": False,
+}
+
 
 class ResultsError(OfflineAgentError):
     """A run folder that cannot be written, holds a broken results file, or belongs to another configuration."""
@@ -54,8 +63,22 @@ def _field(config: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+def with_added_fields(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a recorded config with each field it predates (ADDED_FIELDS) set to its value from before."""
+    filled = json.loads(json.dumps(config))
+    for dotted, value in ADDED_FIELDS.items():
+        *parents, last = dotted.split(".")
+        holder: Any = filled
+        for part in parents:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and last not in holder:
+            holder[last] = value
+    return filled
+
+
 def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The compared fields whose values differ, as "field: OLD there, NEW now"."""
+    old = with_added_fields(old)
     out = []
     for name in COMPARED_FIELDS:
         before, after = _field(old, name), _field(new, name)

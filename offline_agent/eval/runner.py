@@ -23,6 +23,7 @@ from typing import Any
 
 from offline_agent import __version__
 from offline_agent.agents import AgentConfig, ReActAgent, agent_class
+from offline_agent.agents.knowagent import check_action_graph
 from offline_agent.errors import ConfigError, ModelError, OfflineAgentError
 from offline_agent.eval.corpora import EvalCorpus, default_pool, open_eval_corpus, resolve_setting
 from offline_agent.eval.datasets import Dataset, QARecord, load_dataset
@@ -54,6 +55,9 @@ class EvalOptions:
     context_size: int | None = None
     gpu_layers: int = 0
     tools: tuple[str, ...] = DEFAULT_TOOLS
+    early_stopping: str = "generate"
+    budget_hint: bool = True
+    action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
 
     def __post_init__(self) -> None:
         self.dataset = Path(self.dataset)
@@ -69,6 +73,9 @@ class EvalOptions:
             seed=self.seed,
             max_tokens=self.max_tokens,
             grammar=self.grammar,
+            early_stopping=self.early_stopping,
+            budget_hint=self.budget_hint,
+            action_graph=self.action_graph,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,7 +87,7 @@ class EvalOptions:
 
 
 def default_out(options: EvalOptions, setting: str) -> Path:
-    """runs/<dataset>-<setting>-<agent>-<model>[-nogrammar][-seedS]: the same command finds the same folder."""
+    """runs/<dataset>-<setting>-<agent>-<model>[-nogrammar][-force][-seedS]: the same command finds the same folder."""
     from offline_agent.models import default_model_name
 
     model = options.model or default_model_name()
@@ -88,6 +95,10 @@ def default_out(options: EvalOptions, setting: str) -> Path:
     parts = [options.dataset.stem, setting, options.agent, model_label]
     if not options.grammar:
         parts.append("nogrammar")
+    if options.early_stopping != "generate":
+        parts.append(options.early_stopping)
+    if options.action_graph:  # knowagent over a graph of one's own: -<the graph file's stem>
+        parts.append(Path(options.action_graph).stem)
     if options.seed:
         parts.append(f"seed{options.seed}")
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
@@ -193,6 +204,7 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
     say = status or (lambda message: None)
     agent_cls = agent_class(options.agent)
     options.agent_config()  # bad numbers fail here, before anything is loaded
+    check_action_graph(agent_cls, options.action_graph)
     dataset = load_dataset(options.dataset)
     if options.limit is not None and options.limit < 1:
         raise ConfigError("--limit must be at least 1")
@@ -216,7 +228,10 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
             )
         described = backend.describe()
         say(f"model: {described.get('name')} ({described.get('path')})")
-        probe = agent_cls(backend, build_tools(corpus.index_for(selected[0]), options.tools), options.agent_config())
+        from offline_agent.runner import agent_tools
+
+        tools = build_tools(corpus.index_for(selected[0]), agent_tools(agent_cls, options.tools))
+        probe = agent_cls(backend, tools, options.agent_config())
         config = _config(options, dataset, corpus, probe, described, pool)
         resumed = folder.claim(config)
         rows = folder.read_results(repair=True)

@@ -1,0 +1,221 @@
+"""`offline-agent chat`: many questions on one loaded model and corpus, each able to refer to the turns before.
+
+The model and corpus load once; questions are read from stdin one line at a time, so a chat can be typed or piped.
+Every question is a fresh run of the agent with the earlier turns handed in as history; the agent's `context_for`
+picks which of them the prompt shows (the last 3 answered, by default), so the prompt does not grow with the chat.
+
+Limits: the history lives in memory only (`--trace` keeps every turn's trajectory on disk); a question is one line;
+Ctrl-C while a question runs abandons that question (it is not added to the history) and the chat goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from offline_agent.agents import AgentConfig
+from offline_agent.cli.ask import LiveView, append_trace, no_answer_line, open_session, stop_line
+from offline_agent.cli.options import action_graph_option, control_options, model_options, session_options
+from offline_agent.steps import Trajectory, Turn
+
+CHAT_COMMANDS = {
+    "/history": "list the turns so far",
+    "/reset": "forget them",
+    "/quit": "end the chat",
+}
+
+
+class ChatLoop:
+    """Reads lines, runs commands or asks the session, and keeps the turns; output goes through click.echo."""
+
+    def __init__(
+        self,
+        session: Any,
+        config: AgentConfig,
+        *,
+        as_json: bool = False,
+        trace: Path | None = None,
+        quiet: bool = False,
+    ) -> None:
+        self.session = session
+        self.config = config
+        self.as_json = as_json
+        self.trace = trace
+        self.quiet = quiet
+        self.history: list[Turn] = []
+
+    def run(self, stream: Any, *, interactive: bool) -> None:
+        """Answer each line of `stream` until /quit, end of input, or Ctrl-C at the prompt."""
+        while True:
+            if interactive:
+                click.echo("> ", err=True, nl=False)
+            try:
+                line = stream.readline()
+            except KeyboardInterrupt:
+                click.echo("", err=True)
+                return
+            if not line:
+                if interactive:
+                    click.echo("", err=True)
+                return
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if not self.command(text):
+                    return
+                continue
+            self.ask(text)
+
+    def command(self, text: str) -> bool:
+        """Run a /command; False when the chat should end."""
+        name = text.split()[0].lower()
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/reset":
+            count = len(self.history)
+            self.history.clear()
+            click.echo(f"history cleared ({count} turn{'s' if count != 1 else ''} forgotten)", err=True)
+        elif name == "/history":
+            for line in self.history_lines():
+                click.echo(line, err=True)
+        else:
+            known = ", ".join(CHAT_COMMANDS)
+            click.echo(f"unknown command {name}; use one of {known}", err=True)
+        return True
+
+    def history_lines(self) -> list[str]:
+        """The turns so far, numbered, each question with its answer."""
+        if not self.history:
+            return ["(no turns yet)"]
+        lines = []
+        for number, turn in enumerate(self.history, start=1):
+            answer = turn.answer if turn.answer is not None else "(no answer)"
+            lines += [f"{number}. {turn.question}", f"   -> {answer}"]
+        return lines
+
+    def ask(self, question: str) -> Trajectory | None:
+        """Answer one question with the history so far; None when it was abandoned with Ctrl-C."""
+        callbacks = None if self.quiet else LiveView().callbacks()
+        try:
+            trajectory = self.session.ask(question, self.config, callbacks, history=tuple(self.history))
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted: question abandoned", err=True)
+            return None
+        self.history.append(Turn(question, trajectory.answer))
+        if self.trace is not None:
+            append_trace(self.trace, trajectory)
+        if self.as_json:
+            click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
+        else:
+            click.echo(trajectory.answer if trajectory.answer is not None else "")
+        if not self.quiet:
+            click.echo("\n" + stop_line(trajectory), err=True)
+        if trajectory.stop_reason != "final":
+            click.echo(no_answer_line(trajectory), err=True)
+        return trajectory
+
+
+@click.command("chat")
+@model_options(
+    max_steps_help="Most model turns per question; the last one may only answer (see --early-stopping).",
+    max_seconds_help="Stop a question after this many seconds (stop reason timeout).",
+)
+@session_options()
+@control_options()
+@action_graph_option()
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print each turn's whole trajectory as one JSON line instead of its answer."
+)
+@click.option(
+    "--trace",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append each turn's trajectory as one JSON line to this file.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the steps on stderr.")
+def chat(
+    corpus: str | None,
+    model: str | None,
+    agent: str,
+    max_steps: int,
+    max_seconds: float | None,
+    temperature: float,
+    seed: int,
+    max_tokens: int,
+    gpu_layers: int,
+    threads: int | None,
+    context_size: int | None,
+    no_grammar: bool,
+    grammar_engine: str,
+    no_jump_forward: bool,
+    early_stopping: str,
+    no_budget_hint: bool,
+    action_graph: str | None,
+    as_json: bool,
+    trace: Path | None,
+    quiet: bool,
+    verbose: bool,
+) -> None:
+    """Answer questions read from stdin, one per line, with the model and corpus loaded once.
+
+    Follow-up questions may refer to earlier turns: the agent sees the last few answered ones. Each question's
+    steps are shown on stderr as in `ask`, and its answer goes to stdout as one line (an empty line when the
+    agent stopped without one; with --json, the whole trajectory as one JSON line). On a terminal the prompt
+    `> ` is shown on stderr.
+
+    \b
+    Commands:
+      /history   list the turns so far (on stderr)
+      /reset     forget them
+      /quit      end the chat (so do end of input and Ctrl-C at the prompt)
+    Ctrl-C while a question runs abandons that question only.
+
+    \b
+    Examples:
+      offline-agent chat --corpus ~/notes
+      printf 'Who founded X?\\nWhere was she born?\\n' | offline-agent chat -q
+
+    Exit status: 0 when the chat ends, 1 error (model or corpus), 2 bad usage.
+    """
+    from offline_agent.agents import agent_class
+    from offline_agent.agents.knowagent import check_action_graph
+
+    check_action_graph(agent_class(agent), action_graph)  # before the model loads
+    config = AgentConfig(
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        temperature=temperature,
+        seed=seed,
+        max_tokens=max_tokens,
+        grammar=not no_grammar,
+        early_stopping=early_stopping,
+        budget_hint=not no_budget_hint,
+        action_graph=action_graph,
+    )
+    session = open_session(
+        corpus,
+        model,
+        agent=agent,
+        seed=seed,
+        gpu_layers=gpu_layers,
+        context_size=context_size,
+        threads=threads,
+        grammar_engine=grammar_engine,
+        jump_forward=not no_jump_forward,
+        verbose=verbose,
+        quiet=quiet,
+    )
+    stdin = sys.stdin
+    interactive = hasattr(stdin, "isatty") and stdin.isatty()
+    if interactive and not quiet:
+        click.echo("one question per line; " + ", ".join(f"{k} {v}" for k, v in CHAT_COMMANDS.items()), err=True)
+    ChatLoop(session, config, as_json=as_json, trace=trace, quiet=quiet).run(stdin, interactive=interactive)
+
+
+COMMANDS = [chat]
+
+__all__ = ["COMMANDS", "ChatLoop", "chat"]
