@@ -16,6 +16,9 @@ exactly one blocks the `\\n\\n` token).
 Limits: JSON arguments are flat objects whose properties appear in schema order, with at most one space after
 `{`, `:` and `,` and before `}`; strings exclude control characters and square brackets, and allow only the
 escapes \\" \\\\ \\b \\f \\n \\r \\t.
+
+`json_grammar(model)` builds the same pair for a turn that is one JSON object shaped by a pydantic model (the
+planner's and critic's calls): see the section at the end of this module for what it supports.
 """
 
 from __future__ import annotations
@@ -24,11 +27,19 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from offline_agent.errors import ConfigError, GrammarError
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 _TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_ACTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+FINAL = "Final"  # the "tool" of a move that ends the step with `Final:` instead of `Action:`
+PATH_PREFIX = "ActionPath: "
+PATH_ARROW = " -> "
 _SCHEMA_TYPES = ("string", "integer", "number", "boolean")
 
 
@@ -57,7 +68,13 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class GrammarSpec:
-    """Which step shapes one model turn may take, and the bounds on its free text (in characters)."""
+    """Which step shapes one model turn may take, and the bounds on its free text (in characters).
+
+    With `action_path` set (KnowAgent's action graph), the step opens with a line the grammar writes itself,
+    `ActionPath: <action_path joined by " -> "> -> `, followed by one branch per move in `next_actions`: the
+    move's name, a line break, the Thought, then the move's own tool call (or `Final:` for a move whose tool is
+    FINAL). The chosen move and the tool line therefore always agree.
+    """
 
     tools: tuple[ToolSpec, ...] = ()
     thought: bool = True
@@ -68,6 +85,8 @@ class GrammarSpec:
     argument_max: int = 120
     final_max: int = 200
     string_max: int = 120
+    action_path: tuple[str, ...] | None = None
+    next_actions: tuple[tuple[str, str], ...] = ()  # (move name, tool name or FINAL), in the order offered
 
     def __post_init__(self) -> None:
         names = [tool.name for tool in self.tools]
@@ -82,6 +101,8 @@ class GrammarSpec:
         for name in ("thought_max", "argument_max", "final_max", "string_max"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
+        if self.action_path is not None or self.next_actions:
+            _check_moves(self)
 
     @property
     def callable_tools(self) -> tuple[ToolSpec, ...]:
@@ -92,7 +113,7 @@ class GrammarSpec:
         return tuple(tool for tool in self.tools if tool.name in self.allowed_tools)
 
     def final_only(self) -> GrammarSpec:
-        """The same spec restricted to a Final answer (the last allowed step)."""
+        """The same spec restricted to a Final answer (the last allowed step); an action path keeps its Final moves."""
         return GrammarSpec(
             tools=self.tools,
             thought=self.thought,
@@ -102,7 +123,16 @@ class GrammarSpec:
             argument_max=self.argument_max,
             final_max=self.final_max,
             string_max=self.string_max,
+            action_path=self.action_path,
+            next_actions=tuple(move for move in self.next_actions if move[1] == FINAL),
         )
+
+    @property
+    def path_prefix(self) -> str:
+        """The text the grammar writes before the next move's name ("" without an action path)."""
+        if self.action_path is None:
+            return ""
+        return PATH_PREFIX + "".join(action + PATH_ARROW for action in self.action_path)
 
 
 @dataclass(frozen=True)
@@ -189,6 +219,8 @@ def _render(spec: GrammarSpec, dialect: str) -> str:
     newline = w.literal("\n")
     line_break = w.rule("nl", f"{newline} {w.optional(newline)}")
     step_end = w.rule("end", w.optional(f"{newline} {w.optional(newline)}"))
+    if spec.action_path is not None:
+        return _render_moves(w, spec, line_break, step_end)
 
     parts: list[str] = []
     if spec.thought:
@@ -216,6 +248,63 @@ def _render(spec: GrammarSpec, dialect: str) -> str:
 
     ending = choices[0] if len(choices) == 1 else f"({' | '.join(choices)})"
     return w.text(" ".join([*parts, ending]))
+
+
+def _render_moves(w: _Writer, spec: GrammarSpec, line_break: str, step_end: str) -> str:
+    """An action-path step: the forced `ActionPath: ... -> ` text, then one branch per allowed move."""
+    thought = None
+    if spec.thought:
+        thought_text = w.line("thought_text", _TEXT_FIRST, _TEXT_REST, spec.thought_max)
+        thought = w.rule("thought", f"{w.literal('Thought: ')} {thought_text} {line_break}")
+    tools = {tool.name: tool for tool in spec.tools}
+    calls: dict[str, str] = {}  # tool -> its call rule, written once even when two moves share a tool
+    argument = None
+    final = None
+    branches = []
+    for number, (name, tool_name) in enumerate(spec.next_actions, start=1):
+        if tool_name == FINAL:
+            if final is None:
+                final_text = w.line("final_text", _TEXT_FIRST, _TEXT_REST, spec.final_max)
+                final = w.rule("final", f"{w.literal('Final: ')} {final_text} {step_end}")
+            ending = final
+        else:
+            if tool_name not in calls:
+                tool = tools[tool_name]
+                if tool.schema is None:
+                    if argument is None:
+                        argument = w.line("argument", _ARG_FIRST, _ARG_REST, spec.argument_max)
+                    inner = argument
+                else:
+                    inner = _json_object(w, tool, spec)
+                calls[tool_name] = w.rule(f"call_{tool_name}", f"{w.literal(tool_name + '[')} {inner} {w.literal(']')}")
+            ending = f"{w.literal('Action: ')} {calls[tool_name]} {step_end}"
+        body = [w.literal(name), line_break, *([thought] if thought else []), ending]
+        branches.append(w.rule(f"move_{number}", " ".join(body)))
+    choice = branches[0] if len(branches) == 1 else f"({' | '.join(branches)})"
+    return w.text(f"{w.literal(spec.path_prefix)} {choice}")
+
+
+def _check_moves(spec: GrammarSpec) -> None:
+    """An action path needs at least one move, and every move a tool the step may call (or Final)."""
+    if spec.action_path is None:
+        raise ConfigError("next_actions needs an action_path (the path so far, e.g. ('Start',))")
+    if not spec.action_path:
+        raise ConfigError("the action path must hold at least the action it starts from")
+    if not spec.next_actions:
+        raise ConfigError("an action path needs at least one allowed next action")
+    names = [name for name, _ in spec.next_actions]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"duplicate next actions in {names}")
+    for name in (*spec.action_path, *names):
+        if not _ACTION_NAME.match(name):
+            raise ConfigError(f"bad action name {name!r}: use letters, digits and _, starting with a letter")
+    callable_tools = {tool.name for tool in spec.callable_tools}
+    for name, tool in spec.next_actions:
+        if tool == FINAL:
+            if not spec.allow_final:
+                raise ConfigError(f"action {name!r} gives the Final answer, which this step does not allow")
+        elif tool not in callable_tools:
+            raise ConfigError(f"action {name!r} calls {tool!r}, which this step cannot call")
 
 
 def _json_object(w: _Writer, tool: ToolSpec, spec: GrammarSpec) -> str:
@@ -340,3 +429,212 @@ class _ByteTokenizer:
 
     def __call__(self, data: bytes | str) -> list[int]:
         return list(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+# --- a whole turn that is one JSON object, from a pydantic model --------------------------------------------------
+#
+# What `json_grammar` supports, per field of the model (and of nested models, whose $ref are resolved):
+# strings (`max_length`, else `string_max`), integers, numbers, booleans, enums and Literals of strings or integers,
+# nested models, and lists of any of these (`max_length` / `min_length`, else at most `array_max` items). Every
+# property is required and written in the model's field order (a field with a default is still required).
+# Refused with a ConfigError naming the field: Optional and other unions, dicts, tuples, sets, recursive models,
+# and constraints the grammar cannot hold (pattern, min_length on strings, numeric bounds, formats).
+#
+# The layout follows the step grammar's JSON: at most one space after `{ [ : ,` and before `} ]`, the turn may end
+# with up to two newlines, and strings allow the escapes \" \\ \b \f \n \r \t but no \u and no raw control
+# characters. Two differences, because this JSON is a whole turn rather than an argument inside `tool[...]`:
+# strings may hold square brackets (facts copied from documents do), and integers have no leading zeros, so every
+# text the grammar accepts is valid JSON.
+
+_TURN_JSON_CHAR = r'^"\\\x00-\x1f'
+_SCHEMA_NOTES = frozenset({"title", "description", "default", "examples"})
+_SCHEMA_KEYS = {
+    "object": frozenset({"type", "properties", "required", "additionalProperties"}),
+    "array": frozenset({"type", "items", "maxItems", "minItems"}),
+    "string": frozenset({"type", "maxLength"}),
+    "integer": frozenset({"type"}),
+    "number": frozenset({"type"}),
+    "boolean": frozenset({"type"}),
+    "enum": frozenset({"type", "enum", "const"}),
+}
+
+
+@dataclass(frozen=True)
+class JsonGrammar:
+    """GBNF + Lark for one model turn that is a single JSON object matching a schema."""
+
+    model: type[BaseModel]
+    schema: dict[str, Any]  # the flattened schema the grammar was built from
+    gbnf: str
+    lark: str
+    sha256: str
+
+    def __hash__(self) -> int:
+        return hash((self.model, self.sha256))
+
+
+def json_grammar(model: type[BaseModel], *, string_max: int = 200, array_max: int = 8) -> JsonGrammar:
+    """The grammar pair of a turn that is one JSON object of `model`'s shape; built once per model and bounds.
+
+    `string_max` bounds strings without a `max_length`, `array_max` lists without one. Raises ConfigError, naming
+    the field, for a shape the grammar cannot express.
+    """
+    if string_max < 1 or array_max < 1:
+        raise ConfigError("string_max and array_max must be at least 1")
+    return _cached_json_grammar(model, string_max, array_max)
+
+
+@lru_cache(maxsize=128)
+def _cached_json_grammar(model: type[BaseModel], string_max: int, array_max: int) -> JsonGrammar:
+    name = getattr(model, "__name__", "model")
+    try:
+        raw = model.model_json_schema()
+    except Exception as exc:  # pydantic's own refusal (a field type with no JSON Schema)
+        raise ConfigError(f"{name}: no JSON Schema for this model: {exc}") from exc
+    schema = _flatten(raw, raw.get("$defs", {}), name, (), string_max, array_max)
+    if schema.get("type") != "object":
+        raise ConfigError(f"{name}: a JSON turn must be an object")
+    gbnf = _render_json_turn(schema, "gbnf")
+    lark = _render_json_turn(schema, "lark")
+    digest = hashlib.sha256((gbnf + "\0" + lark).encode("utf-8")).hexdigest()
+    return JsonGrammar(model=model, schema=schema, gbnf=gbnf, lark=lark, sha256=digest)
+
+
+def _flatten(
+    node: dict[str, Any], defs: dict[str, Any], where: str, refs: tuple[str, ...], string_max: int, array_max: int
+) -> dict[str, Any]:
+    """Resolve $ref, check the node is supported, and return it with every bound made explicit."""
+    node = {key: value for key, value in node.items() if key not in _SCHEMA_NOTES and key != "$defs"}
+    if "allOf" in node and len(node["allOf"]) == 1:  # how some pydantic versions wrap a $ref with a description
+        node = {**node.pop("allOf")[0], **node}
+    if "$ref" in node:
+        ref = node.pop("$ref")
+        target = ref.rsplit("/", 1)[-1]
+        if not ref.startswith("#/$defs/") or target not in defs:
+            raise ConfigError(f"{where}: cannot resolve the reference {ref!r}")
+        if target in refs:
+            raise ConfigError(f"{where}: recursive models are not supported ({' -> '.join([*refs, target])})")
+        resolved = {**defs[target], **node}
+        return _flatten(resolved, defs, where, (*refs, target), string_max, array_max)
+    for keyword in ("anyOf", "oneOf", "allOf", "prefixItems", "additionalProperties"):
+        if keyword in node and not (keyword == "additionalProperties" and node[keyword] is False):
+            kind = {"anyOf": "a union or Optional", "oneOf": "a union", "allOf": "an intersection"}.get(
+                keyword, "a tuple" if keyword == "prefixItems" else "a dict"
+            )
+            raise ConfigError(f"{where}: {kind} is not supported in a JSON turn grammar")
+    if "const" in node:
+        node = {**node, "enum": [node.pop("const")]}
+    kind = "enum" if "enum" in node else node.get("type")
+    if kind not in _SCHEMA_KEYS:
+        raise ConfigError(f"{where}: type {node.get('type')!r} is not supported in a JSON turn grammar")
+    unsupported = sorted(set(node) - _SCHEMA_KEYS[kind])
+    if unsupported:
+        raise ConfigError(f"{where}: the grammar cannot hold the constraint(s) {unsupported}")
+    if kind == "enum":
+        values = node["enum"]
+        if not values or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+            raise ConfigError(f"{where}: an enum must hold strings or integers")
+        return {"enum": list(values)}
+    if kind == "string":
+        return {"type": "string", "maxLength": _bound(node.get("maxLength", string_max), where)}
+    if kind == "array":
+        if "items" not in node:
+            raise ConfigError(f"{where}: a list needs an item type")
+        maximum = _bound(node.get("maxItems", array_max), where)
+        minimum = _bound(node.get("minItems", 0), where)
+        if minimum > maximum:
+            raise ConfigError(f"{where}: min_length {minimum} is over max_length {maximum}")
+        items = _flatten(node["items"], defs, f"{where}[]", refs, string_max, array_max)
+        return {"type": "array", "items": items, "minItems": minimum, "maxItems": maximum}
+    if kind == "object":
+        properties = node.get("properties")
+        if not properties:
+            raise ConfigError(f"{where}: an object needs at least one field")
+        flat = {
+            key: _flatten(value, defs, f"{where}.{key}", refs, string_max, array_max)
+            for key, value in properties.items()
+        }
+        return {"type": "object", "properties": flat, "required": list(flat)}
+    return {"type": kind}
+
+
+def _bound(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"{where}: a length bound must be a non-negative integer, not {value!r}")
+    return value
+
+
+def _render_json_turn(schema: dict[str, Any], dialect: str) -> str:
+    w = _Writer(dialect)
+    names: set[str] = set()
+    body = _json_turn_value(w, names, "json", schema)
+    newline = w.literal("\n")
+    end = w.rule("end", w.optional(f"{newline} {w.optional(newline)}"))
+    return w.text(f"{body} {end}")
+
+
+def _unique(names: set[str], rule_id: str) -> str:
+    """A rule id not used yet in this grammar (field names that differ only in case or punctuation)."""
+    candidate, number = rule_id, 1
+    while candidate in names:
+        number += 1
+        candidate = f"{rule_id}{number}"
+    names.add(candidate)
+    return candidate
+
+
+def _json_turn_value(w: _Writer, names: set[str], path: str, node: dict[str, Any]) -> str:
+    """The rule (or terminal) for one value at `path`; returns its name."""
+    rule_id = _unique(names, path)
+
+    def space() -> str:
+        # One rule per place, as in the step grammar's JSON: a shared one would merge what may follow it.
+        return w.rule(_unique(names, f"{rule_id}_sp"), w.optional(w.literal(" ")))
+
+    if "enum" in node:
+        return w.rule(rule_id, " | ".join(w.literal(json.dumps(value)) for value in node["enum"]))
+    kind = node["type"]
+    if kind == "object":
+        parts = [w.literal("{"), space()]
+        for position, (key, child) in enumerate(node["properties"].items()):
+            if position:
+                parts += [w.literal(","), space()]
+            key_id = re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_") or "field"
+            value = _json_turn_value(w, names, f"{rule_id}_{key_id}", child)
+            parts += [w.literal(json.dumps(key, ensure_ascii=False) + ":"), space(), value]
+        parts += [space(), w.literal("}")]
+        return w.rule(rule_id, " ".join(parts))
+    if kind == "array":
+        opening, closing = space(), None
+        maximum, minimum = node["maxItems"], node["minItems"]
+        if maximum == 0:
+            return w.rule(rule_id, f"{w.literal('[')} {opening} {w.literal(']')}")
+        item = _json_turn_value(w, names, f"{rule_id}_item", node["items"])
+        separator = space()
+        low, high = max(minimum - 1, 0), maximum - 1
+        more = f"({w.literal(',')} {separator} {item})"
+        if high:
+            more += f" ~ {low}..{high}" if w.is_lark else f"{{{low},{high}}}"
+        else:
+            more = ""
+        closing = space()
+        items = f"{item} {more} {closing}".replace("  ", " ")
+        if minimum == 0:
+            items = w.optional(items)
+        return w.rule(rule_id, f"{w.literal('[')} {opening} {items} {w.literal(']')}")
+    if kind == "string":
+        maximum = node["maxLength"]
+        if maximum == 0:
+            return w.rule(rule_id, w.literal('""'))
+        regex = f'"([{_TURN_JSON_CHAR}]|\\\\["\\\\bfnrt]){{0,{maximum}}}"'
+        gbnf = f'"\\"" ([{_TURN_JSON_CHAR}] | "\\\\" ["\\\\bfnrt]){{0,{maximum}}} "\\""'
+        return w.terminal(rule_id, regex, gbnf)
+    if kind == "boolean":
+        return w.rule(rule_id, f"{w.literal('true')} | {w.literal('false')}")
+    integer_regex = f"-?(0|[1-9][0-9]{{0,{_DIGITS - 1}}})"
+    integer_gbnf = f'"-"? ("0" | [1-9] [0-9]{{0,{_DIGITS - 1}}})'
+    if kind == "integer":
+        return w.terminal(rule_id, integer_regex, integer_gbnf)
+    fraction_regex = f"(\\.[0-9]{{1,{_DIGITS}}})?"
+    fraction_gbnf = f'("." [0-9]{{1,{_DIGITS}}})?'
+    return w.terminal(rule_id, integer_regex + fraction_regex, f"{integer_gbnf} {fraction_gbnf}")

@@ -4,14 +4,19 @@ The parser never guesses: text the grammar rejects raises StepParseError with a 
 it failed and the context with a caret, and the agent loop records it. Labels:
 `empty`, `truncated` (the text stops mid-step, e.g. cut off at max_tokens), `missing_thought`, `missing_action`,
 `unknown_tool`, `too_long` (a field over its bound), `extra_text` (more after a complete step), `bad_argument`
-(a JSON argument that does not fit the tool's schema), `invalid` (anything else).
+(a JSON argument that does not fit the tool's schema), `invalid` (anything else). Steps with an ActionPath line
+(KnowAgent) add `missing_path` (no `ActionPath:` line first) and `invalid_move` (a path other than the real one,
+a move the action graph does not allow from there, or a tool line that does not carry out the chosen move).
+
+`JsonParser` does the same for a turn that is one JSON object (`grammar.json_grammar`): it checks the text against
+the Lark grammar (labels `empty`, `truncated`, `invalid`), then validates it with the pydantic model (`bad_argument`).
 """
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import (
@@ -23,8 +28,20 @@ from lark.exceptions import (
 )
 
 from offline_agent.errors import GrammarError, StepParseError
-from offline_agent.grammar import GbnfChecker, GrammarSpec, StepGrammar, build_grammar, check_json_argument
+from offline_agent.grammar import (
+    FINAL,
+    PATH_PREFIX,
+    GbnfChecker,
+    GrammarSpec,
+    JsonGrammar,
+    StepGrammar,
+    build_grammar,
+    check_json_argument,
+)
 from offline_agent.steps import Action, Step
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class _StepTransformer(Transformer):
@@ -33,12 +50,19 @@ class _StepTransformer(Transformer):
     def __init__(self, spec: GrammarSpec) -> None:
         super().__init__()
         self._tools = {tool.name: tool for tool in spec.tools}
+        self._path = spec.action_path
 
     def start(self, children: list[Any]) -> Step:
+        move = next((c for c in children if isinstance(c, tuple) and c[0] == "move"), None)
+        path = None
+        if move is not None:  # an action-path step: the parts sit inside the chosen move's branch
+            assert self._path is not None
+            path = (*self._path, move[1])
+            children = move[2]
         thought = next((c[1] for c in children if isinstance(c, tuple) and c[0] == "thought"), None)
         action = next((c for c in children if isinstance(c, Action)), None)
         final = next((c[1] for c in children if isinstance(c, tuple) and c[0] == "final"), None)
-        return Step(thought=thought, action=action, final=final)
+        return Step(thought=thought, action=action, final=final, path=path)
 
     def thought(self, children: list[Any]) -> tuple[str, str]:
         return ("thought", _text(children))
@@ -55,6 +79,8 @@ class _StepTransformer(Transformer):
     def __default__(self, data: str, children: list[Any], meta: Any) -> Any:
         if data.startswith("call_"):
             return self._call(data[len("call_") :], children)
+        if data.startswith("move_"):
+            return ("move", str(children[0]), children[1:])
         if data.startswith("json_"):
             return ("json", "".join(_raw(c) for c in children))
         return children
@@ -151,6 +177,10 @@ class StepParser:
         head = text[:position]
         line_start = head.rfind("\n") + 1
         current = head[line_start:]
+        if self.spec.action_path is not None:
+            move_error = self._move_error(text, position, line_start, current)
+            if move_error is not None:
+                return move_error
         if position == 0:
             if self.spec.thought:
                 return "missing_thought", "the step must start with 'Thought: '"
@@ -169,6 +199,27 @@ class StepParser:
                 return "missing_action", "expected 'Action: '"
             return "missing_action", "expected 'Action: ' or 'Final: '"
         return "invalid", "the text does not fit the step grammar"
+
+    def _move_error(self, text: str, position: int, line_start: int, current: str) -> tuple[str, str] | None:
+        """The label of a failure in what an action-path step adds: its ActionPath line and the chosen move."""
+        spec = self.spec
+        moves = ", ".join(name for name, _ in spec.next_actions)
+        if not text.startswith(PATH_PREFIX):
+            return "missing_path", f"the step must start with '{spec.path_prefix}' and one of: {moves}"
+        if line_start == 0:  # the failure is on the ActionPath line itself
+            return "invalid_move", f"the ActionPath must be '{spec.path_prefix}' and one of: {moves}"
+        chosen = text[len(spec.path_prefix) :].split("\n", 1)[0].strip()
+        tool = dict(spec.next_actions).get(chosen)
+        rest = text[position:]
+        if spec.thought and current == "" and "\nThought: " not in text[:position]:
+            return "missing_thought", "expected 'Thought: ' after the ActionPath line"
+        tools = {t.name for t in spec.tools}
+        wrote_tool = current.startswith("Action: ") and "[" not in current and rest.split("[", 1)[0] in tools
+        at_line = current == "" and rest.startswith(("Action: ", "Final: "))
+        if tool is not None and (wrote_tool or at_line):
+            does = "gives the Final answer" if tool == FINAL else f"calls {tool}"
+            return "invalid_move", f"the move {chosen} {does}; the step's last line must do that"
+        return None
 
     def _is_complete(self, head: str) -> bool:
         try:
@@ -191,3 +242,70 @@ class StepParser:
 def parser_for(spec: GrammarSpec) -> StepParser:
     """A compiled parser per spec, built once and reused across steps and questions."""
     return StepParser(spec)
+
+
+class JsonParser:
+    """Parses turns that are one JSON object of a JsonGrammar's shape into an instance of its pydantic model."""
+
+    def __init__(self, grammar: JsonGrammar) -> None:
+        self.grammar = grammar
+        try:
+            self._lark = Lark(grammar.lark, parser="lalr", lexer="contextual")
+        except LarkError as exc:
+            raise GrammarError(f"the JSON grammar of {grammar.model.__name__} does not compile: {exc}") from exc
+        self._checker: GbnfChecker | None = None
+
+    def parse(self, text: str) -> BaseModel:
+        """Parse and validate one JSON turn; raise StepParseError (labelled, with position) if it does not fit."""
+        if not text.strip():
+            raise StepParseError("empty reply: the model wrote nothing", label="empty", line=1, column=1)
+        try:
+            self._lark.parse(text)
+        except UnexpectedInput as exc:
+            raise self._error(text, exc) from None
+        try:
+            return self.grammar.model.model_validate(json.loads(text))
+        except ValueError as exc:  # json.JSONDecodeError and pydantic's ValidationError are both ValueErrors
+            message = f"the JSON does not fit {self.grammar.model.__name__}: {_brief(exc)}"
+            raise StepParseError(message, label="bad_argument", line=1, column=1) from None
+
+    def accepts(self, text: str) -> bool:
+        try:
+            self.parse(text)
+        except StepParseError:
+            return False
+        return True
+
+    def _error(self, text: str, exc: UnexpectedInput) -> StepParseError:
+        line = getattr(exc, "line", 1) or 1
+        column = getattr(exc, "column", 1) or 1
+        try:
+            context = exc.get_context(text, span=30)
+        except Exception:  # get_context needs a position; an EOF error may have none
+            context = text[-60:]
+        cut_off = isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END")
+        if not cut_off:
+            if self._checker is None:
+                self._checker = GbnfChecker(self.grammar.gbnf)
+            cut_off = self._checker.is_prefix(text)
+        if cut_off:
+            label, reason = "truncated", "the JSON stops before it is complete"
+        else:
+            label, reason = "invalid", f"the text does not fit the JSON shape of {self.grammar.model.__name__}"
+        return StepParseError(
+            f"{reason} at line {line}, column {column}", label=label, line=line, column=column, context=context
+        )
+
+
+def _brief(exc: ValueError) -> str:
+    """The first problems of a validation error, on one line (pydantic's own message spans many)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in errors()[:3])
+
+
+@lru_cache(maxsize=64)
+def json_parser_for(grammar: JsonGrammar) -> JsonParser:
+    """A compiled JSON parser per grammar, built once and reused across calls and questions."""
+    return JsonParser(grammar)

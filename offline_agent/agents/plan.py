@@ -1,0 +1,427 @@
+"""The planner graph: planner -> executor -> evaluator -> (planner | respond), on the shared backend, tools, steps.
+
+Each node is one grammar-constrained model call except the executor, which is plain code:
+- planner: a JSON object `{"thought", "calls": [{"tool", "argument"}, ...]}` (zero calls: answer from what is known);
+  the grammar lists only the tools that can run side by side (stateful ones such as lookup are left out);
+- executor: drops calls already made (same tool, argument compared case- and space-insensitively) and runs the rest
+  in parallel threads; every result becomes numbered evidence;
+- evaluator: `{"sufficient", "missing"}`: enough evidence goes to respond, else `missing` goes back to the planner;
+- respond: one `Final:` line (streamed through on_token), after at most `max_iterations` rounds (default 4).
+In chat, a follow-up question gets the previous turn only when a rule (pronouns, "and ...", "what about ...") and, when
+the rule is unsure, a one-word model call say it needs it.
+
+Every model call is a StepRecord whose `details["role"]` names the node; the planner's record also holds the calls it
+made, the calls it dropped, the results and the titles the searches returned (the evaluation's support recall reads
+`details["titles"]`). Limits: tools with a JSON argument take part only when their schema has a single string property
+(the planner writes that string); results are cut to `observation_tokens // 2` each so four rounds fit the context.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from offline_agent.agents.calls import JsonCall, call_json
+from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent, _call_key
+from offline_agent.backends.base import Backend
+from offline_agent.errors import ContextOverflowError, StepParseError
+from offline_agent.grammar import GrammarSpec, build_grammar
+from offline_agent.parse import parser_for
+from offline_agent.prompts import PromptParts, agent_prompt, prompt_text, render_chat
+from offline_agent.steps import StepRecord, Trajectory, Turn
+from offline_agent.tools.base import ToolRegistry
+
+_MAX_CALLS = 3
+_PARALLEL = 4
+
+
+class Verdict(BaseModel):
+    """The evaluator's judgement of the evidence so far."""
+
+    sufficient: bool
+    missing: str = Field(max_length=160)
+
+
+class FollowUp(BaseModel):
+    """Whether a chat question needs the previous turn to be understood."""
+
+    needs_previous: bool
+
+
+@lru_cache(maxsize=32)
+def plan_model(tools: tuple[str, ...]) -> type[BaseModel]:
+    """The planner's JSON shape for a tool set: a thought and up to three calls of those tools."""
+    call = create_model(
+        "PlannedCall",
+        tool=(Literal[tools], ...),  # type: ignore[valid-type]
+        argument=(str, Field(max_length=120)),
+    )
+    return create_model(
+        "Plan",
+        thought=(str, Field(max_length=200)),
+        calls=(list[call], Field(max_length=_MAX_CALLS)),  # type: ignore[valid-type]
+    )
+
+
+@dataclass
+class _Evidence:
+    tool: str
+    argument: str
+    observation: str
+    is_error: bool
+    details: dict[str, Any] | None
+
+    def render(self, number: int) -> str:
+        return f"[{number}] {self.tool}[{self.argument}]: {self.observation}"
+
+
+@dataclass
+class _PlanState:
+    trajectory: Trajectory
+    question: str
+    context: str
+    deadline: float | None
+    evidence: list[_Evidence]
+    made: set[str]
+    calls: int = 0
+
+
+class PlanAgent(ReActAgent):
+    """Plan tool calls, run them in parallel, judge the evidence, repeat or answer."""
+
+    name = "plan"
+    prompt_name = "plan"
+    uses_thought = False
+    max_iterations = 4
+
+    def __init__(
+        self,
+        backend: Backend,
+        tools: ToolRegistry,
+        config: AgentConfig | None = None,
+        callbacks: AgentCallbacks | None = None,
+    ) -> None:
+        super().__init__(backend, tools, config, callbacks)
+        self.plannable = [tool for tool in tools if _plannable(tool)]
+        names = tuple(tool.name for tool in self.plannable)
+        self.plan_call = JsonCall(plan_model(names)) if names else None
+        self.verdict_call = JsonCall(Verdict)
+        self.followup_call = JsonCall(FollowUp)
+        respond_spec = GrammarSpec(thought=False, allow_action=False, final_max=self.config.final_max)
+        self.respond_grammar = build_grammar(respond_spec)
+        self._respond_parser = parser_for(respond_spec)
+        self._system = self.prompt_parts("").system
+
+    @property
+    def iterations(self) -> int:
+        """Planner rounds: the class default, or fewer when max_steps is set lower."""
+        return max(1, min(self.max_iterations, self.config.max_steps))
+
+    @property
+    def grammar_sha256(self) -> str:
+        import hashlib
+
+        parts = [self.respond_grammar.sha256, self.verdict_call.grammar.sha256, self.followup_call.grammar.sha256]
+        if self.plan_call is not None:
+            parts.append(self.plan_call.grammar.sha256)
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    # --- chat: does a follow-up need the previous turn? ---------------------------------------------------------
+
+    def context_for(self, question: str, history: Sequence[Turn]) -> list[Turn]:
+        """The previous answered turn when the question refers back to it, else nothing."""
+        answered = [turn for turn in history if turn.answer]
+        if not answered:
+            return []
+        verdict = follow_up_rule(question)
+        if verdict is None:
+            verdict = self._ask_follow_up(question, answered[-1])
+        return [answered[-1]] if verdict else []
+
+    def _ask_follow_up(self, question: str, turn: Turn) -> bool:
+        user = (
+            f"Previous question: {turn.question}\nPrevious answer: {turn.answer}\nNew question: {question}\n\n"
+            "Can the new question be understood without the previous one? Reply with JSON "
+            '{"needs_previous": true} if it refers to the previous question or answer, else {"needs_previous": false}.'
+        )
+        try:
+            result = call_json(self, self.followup_call, self._chat(user), seed=self.config.seed, max_tokens=16)
+        except ContextOverflowError:
+            return True
+        return bool(result.value.needs_previous) if result.value is not None else True
+
+    # --- the graph --------------------------------------------------------------------------------------------
+
+    def run(self, question: str, history: Sequence[Turn] = ()) -> Trajectory:
+        """Answer one question; never raises on model output or tool failures (see the stop reason)."""
+        started = time.monotonic()
+        c = self.config
+        turns = self.context_for(question, history) if history else []
+        trajectory = self.new_trajectory(question, self.prompt_parts(question, turns), turns)
+        trajectory.max_steps = self.iterations
+        context = "".join(f"Earlier question: {t.question}\nIts answer: {t.answer}\n" for t in turns)
+        deadline = started + c.max_seconds if c.max_seconds else None
+        state = _PlanState(trajectory, question, context, deadline, evidence=[], made=set())
+        try:
+            self._graph(state)
+        finally:
+            trajectory.seconds = round(time.monotonic() - started, 3)
+        return trajectory
+
+    def _graph(self, state: _PlanState) -> None:
+        missing = ""
+        for iteration in range(self.iterations):
+            if self._out_of_time(state):
+                return
+            calls = self._plan(state, iteration, missing)
+            if calls is None:
+                return
+            if not calls:
+                break  # the planner wants to answer from what is known
+            if self._out_of_time(state):
+                return
+            verdict = self._evaluate(state)
+            if verdict is None:
+                return
+            if verdict.sufficient:
+                break
+            missing = verdict.missing
+        self._respond(state)
+
+    def _out_of_time(self, state: _PlanState) -> bool:
+        if state.deadline is not None and time.monotonic() >= state.deadline:
+            state.trajectory.stop_reason = "timeout"
+            return True
+        return False
+
+    def _plan(self, state: _PlanState, iteration: int, missing: str) -> list[Any] | None:
+        """One planner call and the executor; returns the calls it ran ([] to answer now, None when stopped)."""
+        if self.plan_call is None:
+            return []
+        hint = f"Still missing: {missing}\n" if missing else ""
+        user = self._user(state, f"{hint}{prompt_text('plan_planner.txt').strip()}")
+        record = self._record(state, "planner", iteration=iteration + 1)
+        result = self._json_step(state, record, self.plan_call, user)
+        if result is None:
+            return None
+        plan = result
+        record.thought = plan.thought
+        fresh, dropped = [], []
+        for call in plan.calls:
+            key = _call_key(call.tool, call.argument)
+            (dropped if key in state.made or any(key == k for k, _ in fresh) else fresh).append((key, call))
+        record.details.update(
+            calls=[{"tool": c.tool, "argument": c.argument} for c in plan.calls],
+            dropped=[{"tool": c.tool, "argument": c.argument} for _, c in dropped],
+        )
+        if plan.calls and not fresh:
+            # Everything planned was already done: nothing new can come from another round.
+            record.details["results"] = []
+            return []
+        results = self._execute([call for _, call in fresh])
+        state.made.update(key for key, _ in fresh)
+        record.details["results"] = [
+            {"tool": e.tool, "argument": e.argument, "observation": e.observation, "is_error": e.is_error}
+            for e in results
+        ]
+        record.details["titles"] = [title for e in results for title in (e.details or {}).get("titles", [])]
+        record.observation = "\n".join(e.render(len(state.evidence) + n) for n, e in enumerate(results, start=1))
+        record.tool_error = any(e.is_error for e in results)
+        state.evidence.extend(results)
+        if self.callbacks.on_step:
+            self.callbacks.on_step(record)
+        return [call for _, call in fresh]
+
+    def _execute(self, calls: list[Any]) -> list[_Evidence]:
+        """Run independent calls side by side; results come back in plan order, callbacks fire on this thread."""
+        if not calls:
+            return []
+        arguments = [self._argument(call) for call in calls]
+        if self.callbacks.on_tool_start:
+            for call, argument in zip(calls, arguments, strict=True):
+                self.callbacks.on_tool_start(call.tool, argument)
+        with ThreadPoolExecutor(max_workers=min(_PARALLEL, len(calls))) as pool:
+            raw = list(pool.map(self._run_call, calls, arguments))
+        results = [replace(e, observation=self._fit_half(e.observation)) for e in raw]
+        if self.callbacks.on_tool_end:
+            for evidence, argument in zip(results, arguments, strict=True):
+                self.callbacks.on_tool_end(evidence.tool, argument, evidence.observation, evidence.is_error)
+        return results
+
+    def _argument(self, call: Any) -> Any:
+        """The planner writes every argument as text; a JSON tool gets it as its single string property."""
+        tool = self.tools.get(call.tool)
+        if tool.schema is None:
+            return call.argument
+        return {next(iter(tool.schema["properties"])): call.argument}
+
+    def _run_call(self, call: Any, argument: Any) -> _Evidence:
+        tool = self.tools.get(call.tool)
+        result = self.tools.run(call.tool, argument)
+        details = getattr(tool, "last_details", None)
+        return _Evidence(call.tool, call.argument, result.observation, result.is_error, dict(details or {}))
+
+    def _fit_half(self, text: str) -> str:
+        budget = self.config.observation_tokens
+        self.config.observation_tokens = max(32, budget // 2)
+        try:
+            return self._fit(text)
+        finally:
+            self.config.observation_tokens = budget
+
+    def _evaluate(self, state: _PlanState) -> Verdict | None:
+        user = self._user(state, prompt_text("plan_evaluator.txt").strip())
+        record = self._record(state, "evaluator")
+        verdict = self._json_step(state, record, self.verdict_call, user, required=False)
+        if state.trajectory.stop_reason == "timeout":
+            return None
+        if verdict is None:
+            verdict = Verdict(sufficient=False, missing="")
+        record.details.update(sufficient=verdict.sufficient, missing=verdict.missing)
+        if self.callbacks.on_step:
+            self.callbacks.on_step(record)
+        return verdict
+
+    def _respond(self, state: _PlanState) -> None:
+        c = self.config
+        user = self._user(state, prompt_text("plan_respond.txt").strip())
+        record = self._record(state, "respond")
+        record.final_only = True
+        started = time.monotonic()
+        try:
+            completion = self.backend.complete(
+                self._chat(user),
+                grammar=self.respond_grammar.gbnf if c.grammar else None,
+                max_tokens=c.max_tokens,
+                stop=("\n\n",),
+                temperature=c.temperature,
+                seed=c.seed + state.calls,
+                on_token=self.callbacks.on_token,
+                deadline=state.deadline,
+            )
+        except ContextOverflowError as exc:
+            self._stop(state, record, "error", str(exc), started)
+            return
+        state.calls += 1
+        record.raw, record.finish_reason = completion.text, completion.finish_reason
+        record.usage += completion.usage
+        record.timings += completion.timings
+        if completion.finish_reason == "interrupted":
+            self._stop(state, record, "timeout", None, started)
+            return
+        try:
+            step = self._respond_parser.parse(completion.text)
+        except StepParseError as exc:
+            record.parse_error = exc.to_dict()
+            self._stop(state, record, "error", f"respond: {exc}", started)
+            return
+        record.final = step.final
+        record.seconds = round(time.monotonic() - started, 3)
+        state.trajectory.answer = step.final
+        state.trajectory.stop_reason = "final"
+        if self.callbacks.on_step:
+            self.callbacks.on_step(record)
+
+    # --- plumbing -----------------------------------------------------------------------------------------------
+
+    def _record(self, state: _PlanState, role: str, **details: Any) -> StepRecord:
+        record = StepRecord(index=len(state.trajectory.steps), raw="", details={"role": role, **details})
+        state.trajectory.steps.append(record)
+        if self.callbacks.on_step_start:
+            self.callbacks.on_step_start(record.index, role == "respond")
+        return record
+
+    def _stop(self, state: _PlanState, record: StepRecord, reason: str, error: str | None, started: float) -> None:
+        state.trajectory.stop_reason = reason
+        state.trajectory.error = error
+        record.seconds = round(time.monotonic() - started, 3)
+        if self.callbacks.on_step:
+            self.callbacks.on_step(record)
+
+    def _json_step(
+        self, state: _PlanState, record: StepRecord, call: JsonCall, user: str, *, required: bool = True
+    ) -> Any:
+        """One JSON node: its value, or None (recorded; the run stops when the node is required or time ran out)."""
+        started = time.monotonic()
+        try:
+            result = call_json(
+                self, call, self._chat(user), seed=self.config.seed + state.calls, deadline=state.deadline
+            )
+        except ContextOverflowError as exc:
+            self._stop(state, record, "error", str(exc), started)
+            return None
+        state.calls += 1
+        record.raw, record.finish_reason, record.attempts = result.text, result.finish_reason, result.attempts
+        record.usage += result.usage
+        record.timings += result.timings
+        record.seconds = round(time.monotonic() - started, 3)
+        if result.finish_reason == "interrupted":
+            self._stop(state, record, "timeout", None, started)
+            return None
+        if result.error is not None:
+            record.parse_error = result.error.to_dict()
+            if required:
+                self._stop(state, record, "error", f"{record.details['role']}: {result.error}", started)
+            return None
+        return result.value
+
+    def _user(self, state: _PlanState, instruction: str) -> str:
+        """The user message: the question and the evidence first (a prefix shared by every call), then the task."""
+        lines = [state.context + f"Question: {state.question}", ""]
+        if state.evidence:
+            lines += ["Evidence:", *(e.render(n) for n, e in enumerate(state.evidence, start=1)), ""]
+        else:
+            lines += ["Evidence: none yet.", ""]
+        return "\n".join(lines) + "\n" + instruction
+
+    def prompt_parts(self, question: str, history: Sequence[Turn] = ()) -> PromptParts:
+        return agent_prompt(self.prompt_name, question, self.plannable, max_steps=self.iterations, history=history)
+
+    def _chat(self, user: str) -> str:
+        messages = [{"role": "system", "content": self._system}, {"role": "user", "content": user}]
+        return render_chat(
+            self.backend.chat_template,
+            messages,
+            bos_token=getattr(self.backend, "bos_text", None),
+            eos_token=getattr(self.backend, "eos_text", None),
+        )
+
+
+_REFERS_BACK = re.compile(
+    r"^(and|but|also|what about|how about|then|so)\b|\b(he|she|it|they|him|her|his|hers|its|their|them|this|that|"
+    r"these|those|there|the same|the latter|the former|the other)\b",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][a-z]+")
+
+
+def follow_up_rule(question: str) -> bool | None:
+    """True: clearly refers back; False: clearly stands alone; None: unsure (ask the model)."""
+    words = question.split()
+    refers = bool(_REFERS_BACK.search(question))
+    named = bool(_NAME.search(question))
+    if refers and (not named or len(words) <= 4 or re.match(r"^(and|what about|how about)\b", question, re.I)):
+        return True
+    if not refers and (named or len(words) >= 6):
+        return False
+    return None
+
+
+def _plannable(tool: Any) -> bool:
+    """Tools the planner may call in parallel: stateless, with a text argument (or one string property)."""
+    if getattr(tool, "is_stateful", False):
+        return False
+    if tool.schema is None:
+        return True
+    properties = tool.schema.get("properties", {})
+    return len(properties) == 1 and next(iter(properties.values())).get("type") == "string"
+
+
+__all__ = ["FollowUp", "PlanAgent", "Verdict", "follow_up_rule", "plan_model"]
