@@ -24,7 +24,7 @@ from offline_agent.resources import sample_questions
 from offline_agent.runner import Session, load_llama_backend, open_index
 
 HOTPOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa" / "hotpot_dev200_distractor.json"
-ENGINES = {"old": ("llama.cpp", False), "new": ("llguidance", True)}
+ENGINES = {"old": ("llama.cpp", False), "new": ("llguidance", True), "check": ("llama.cpp-check", False)}
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -64,7 +64,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
     parser.add_argument("--limit", type=int, default=20)
-    parser.add_argument("--path", default="old,new", help="old (grammar=), new (llguidance + jump-forward)")
+    parser.add_argument(
+        "--path", default="old,new", help="old (grammar=), new (llguidance + jump-forward), check (llama.cpp-check)"
+    )
     parser.add_argument("--hotpot", type=Path, default=HOTPOT)
     parser.add_argument("--datasets", default="hotpot,sample")
     args = parser.parse_args()

@@ -5,8 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
+from hypothesis import settings
 from support import smollm_path
+
+# Tests assert behaviour, never timing: a loaded CI machine must not fail a property test on its deadline.
+settings.register_profile("offline_agent", deadline=None)
+settings.load_profile("offline_agent")
 
 TINY_CORPUS = {
     "marie-curie.md": "# Marie Curie\n\nMarie Curie was a physicist and chemist born in Warsaw in 1867. "

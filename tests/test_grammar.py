@@ -6,11 +6,11 @@ import json
 import re
 
 import pytest
-from support import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 from lark import Lark
+from support import ROOT
 
 from offline_agent.errors import ConfigError, GrammarError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar

@@ -1,11 +1,12 @@
-"""Tools the agent can call: the Tool protocol, the registry, and the built-in search, lookup and calculator."""
+"""Tools the agent can call: the Tool protocol, the registry, and the built-in search, lookup, calculator and
+retrieve (not among the defaults: KnowAgent asks for it)."""
 
 from __future__ import annotations
 
 from offline_agent.grammar import ToolSpec
 from offline_agent.tools.base import Tool, ToolRegistry, ToolResult
 from offline_agent.tools.calculator import CalculatorTool
-from offline_agent.tools.corpus import CorpusSession, LookupTool, SearchTool
+from offline_agent.tools.corpus import CorpusSession, LookupTool, RetrieveTool, SearchTool
 
 DEFAULT_TOOLS: tuple[str, ...] = ("search", "lookup", "calculator")
 
@@ -19,16 +20,21 @@ def default_tool_specs() -> tuple[ToolSpec, ...]:
 def build_tools(index: object | None, names: tuple[str, ...] = DEFAULT_TOOLS) -> ToolRegistry:
     """A fresh registry of built-in tools by name, over `index` (a new session: no state from earlier runs)."""
     session = CorpusSession(index=index)
-    available = {"search": SearchTool(session), "lookup": LookupTool(session), "calculator": CalculatorTool()}
+    available = {
+        "search": SearchTool(session),
+        "lookup": LookupTool(session),
+        "calculator": CalculatorTool(),
+        "retrieve": RetrieveTool(session),
+    }
     unknown = [name for name in names if name not in available]
     if unknown:
         from offline_agent.errors import ConfigError
 
         raise ConfigError(f"unknown tool {unknown[0]!r}; choose from {sorted(available)}")
-    if index is None and any(name in ("search", "lookup") for name in names):
+    if index is None and any(name in ("search", "lookup", "retrieve") for name in names):
         from offline_agent.errors import ConfigError
 
-        raise ConfigError("the search and lookup tools need a corpus")
+        raise ConfigError("the search, lookup and retrieve tools need a corpus")
     return ToolRegistry(available[name] for name in names)
 
 
@@ -37,6 +43,7 @@ __all__ = [
     "CalculatorTool",
     "CorpusSession",
     "LookupTool",
+    "RetrieveTool",
     "SearchTool",
     "Tool",
     "ToolRegistry",

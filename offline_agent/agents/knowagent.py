@@ -1,0 +1,220 @@
+"""KnowAgent: ReAct steps that first name their move on an action graph, with the graph enforced while decoding.
+
+In the KnowAgent paper the model is shown an action graph and writes an `ActionPath:` line before each Thought;
+a move the graph forbids is only caught afterwards. Here each step's grammar (grammar.py, `action_path`) writes
+`ActionPath: <last action> -> ` itself and then offers only the actions the graph allows after the last one,
+each tied to its own tool line, so a forbidden move, or a tool line that does not carry out the move, cannot be
+produced. A step looks like:
+
+    ActionPath: Search -> Lookup
+    Thought: The page names the year; I look for it.
+    Action: lookup[born]
+
+The graph is a TOML file (action_graph.py; the default ships in prompt_files/knowagent_graph.toml, a user's own
+comes from AgentConfig.action_graph / `--action-graph`). Per step the record holds `details["action_path"]` (the
+whole path after the step), `details["allowed"]` (the moves the grammar offered) and `details["prevented"]` (how
+often the model's first choice for the move was an action the graph forbids there, from Completion.rejections).
+The default graph needs the retrieve tool: runner.Session and the evaluation add it (`required_tools`), and given a
+registry without it the agent makes one over the corpus session of the registry's search and lookup tools. The
+agent keeps only the tools its graph calls.
+
+Decisions:
+- The grammar writes only the last `path_window` actions (default 1) before the move, not the whole path: the
+  grammar then depends on the last action alone, so a run needs at most two grammars per action (an ordinary and
+  a Final-only one), compiled once per process, instead of one per distinct path (each a new Lark parser and a new
+  compiled matcher kept by the backend). The whole path is still on the page, one move per step, and is recorded.
+  Set `path_window = None` in a subclass to have the model write the whole path, as in the paper.
+- The last allowed step offers only the graph's final action(s), even where the graph has no edge to them.
+- The worked examples (prompt_files/knowagent_examples.txt) use the default graph's action names; the action list
+  and the graph in the instructions come from the graph in use.
+- With the grammar off, a step whose ActionPath is not the real one, names a forbidden move, or whose tool line
+  does not match its move is rejected by the parser with the label `invalid_move` and ends the run (stop reason
+  error), like any rejected step; the loop checks the parsed path again as a second line of defence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from offline_agent.agents.action_graph import START, ActionGraph, load_action_graph
+from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent, _RunState
+from offline_agent.backends.base import Backend
+from offline_agent.errors import ConfigError, StepParseError
+from offline_agent.grammar import FINAL, GrammarSpec, StepGrammar
+from offline_agent.parse import StepParser, parser_for
+from offline_agent.prompts import PromptParts, describe_tools
+from offline_agent.steps import Step, StepRecord
+from offline_agent.tools.base import Tool, ToolRegistry
+from offline_agent.tools.corpus import CorpusSession, LookupTool, RetrieveTool, SearchTool
+
+# Placeholders in knowagent_system.txt, filled from the graph (the shared template fills $max_steps and $examples).
+ACTIONS_MARKER = "{actions}"
+GRAPH_MARKER = "{action_graph}"
+_CORPUS_TOOLS: dict[str, Any] = {"search": SearchTool, "lookup": LookupTool, "retrieve": RetrieveTool}
+
+
+class KnowAgent(ReActAgent):
+    """ReAct over an action graph: each step names its move in an `ActionPath:` line the grammar restricts."""
+
+    name = "knowagent"
+    prompt_name = "knowagent"
+    required_tools = ("retrieve",)
+    # How many of the last actions the grammar writes before the next move; None: the whole path.
+    path_window: int | None = 1
+
+    def __init__(
+        self,
+        backend: Backend,
+        tools: ToolRegistry,
+        config: AgentConfig | None = None,
+        callbacks: AgentCallbacks | None = None,
+    ) -> None:
+        config = config or AgentConfig()
+        self.graph: ActionGraph = load_action_graph(config.action_graph)
+        # Only the graph's tools: the prompt, the grammar and the recorded tool list then agree with the graph.
+        graph_tools = ToolRegistry(self._graph_tool(tools, name) for name in self.graph.tool_names)
+        super().__init__(backend, graph_tools, config, callbacks)
+
+    def _graph_tool(self, tools: ToolRegistry, name: str) -> Tool:
+        """The run's tool `name`; a built-in corpus tool the run lacks (retrieve, when the registry was built with
+        the default tools) is made over the corpus session of the run's other corpus tools."""
+        if name in tools:
+            return tools.get(name)
+        sessions = [tool.session for tool in tools if isinstance(getattr(tool, "session", None), CorpusSession)]
+        if name in _CORPUS_TOOLS and sessions:
+            return _CORPUS_TOOLS[name](sessions[0])
+        action = next(action for action, tool in self.graph.tools if tool == name)
+        raise ConfigError(
+            f"action graph {self.graph.source}: action {action!r} calls {name!r}, which this run does not have; "
+            f"tools: {', '.join(tools.names) or 'none'}"
+        )
+
+    @property
+    def grammar_sha256(self) -> str:
+        # Every step grammar follows from the base spec, the graph and the window.
+        parts = f"{super().grammar_sha256}\0{self.graph.sha256}\0{self.path_window}"
+        return hashlib.sha256(parts.encode()).hexdigest()
+
+    def prompt_parts(self, question: str, *args: Any, **kwargs: Any) -> PromptParts:
+        parts = super().prompt_parts(question, *args, **kwargs)
+        system = parts.system.replace(ACTIONS_MARKER, self.describe_actions())
+        return replace(parts, system=system.replace(GRAPH_MARKER, self.graph.describe()))
+
+    def describe_actions(self) -> str:
+        """One line per action for the prompt: the call it makes and what that does, or that it answers."""
+        lines = []
+        for action, tool in self.graph.tools:
+            if tool == FINAL:
+                lines.append(f"- {action}: Final: the answer (this ends the run)")
+            else:
+                lines.append(f"- {action}: {describe_tools([self.tools.get(tool)]).removeprefix('- ')}")
+        return "\n".join(lines)
+
+    # ---- the path and the moves ----------------------------------------------------------------------------
+    def path_so_far(self, state: _RunState) -> tuple[str, ...]:
+        """The real path: Start, then the move of every step taken (read back from the step records)."""
+        for record in reversed(state.trajectory.steps):
+            path = (record.details or {}).get("action_path")
+            if path:
+                return tuple(path)
+        return (START,)
+
+    def allowed_moves(self, path: Sequence[str], final_only: bool) -> tuple[str, ...]:
+        """The moves the next step may make after `path` (the final action(s) alone on the last step)."""
+        if final_only:
+            return self.graph.final_actions
+        return self.graph.next_actions(path[-1])
+
+    def written_path(self, path: Sequence[str]) -> tuple[str, ...]:
+        """The part of the path the grammar writes before the next move."""
+        if self.path_window is None:
+            return tuple(path)
+        return tuple(path[-self.path_window :])
+
+    def move_spec(self, path: Sequence[str], final_only: bool) -> GrammarSpec:
+        """The grammar spec of the step after `path`."""
+        moves = tuple((action, self.graph.tool_of(action)) for action in self.allowed_moves(path, final_only))
+        has_tool_move = any(tool != FINAL for _, tool in moves)
+        return replace(
+            self.spec,
+            allow_action=has_tool_move,
+            allow_final=any(tool == FINAL for _, tool in moves),
+            allowed_tools=None,
+            action_path=self.written_path(path),
+            next_actions=moves,
+        )
+
+    def step_grammar(self, state: _RunState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
+        # parser_for caches by spec, and with path_window 1 a spec depends only on (last action, final_only).
+        parser = parser_for(self.move_spec(self.path_so_far(state), final_only))
+        return parser.grammar, parser
+
+    def _generate_step(
+        self, state: _RunState, prefix: str, index: int, final_only: bool
+    ) -> tuple[StepRecord, Step | None]:
+        path = self.path_so_far(state)
+        spec = self.move_spec(path, final_only)
+        allowed = tuple(action for action, _ in spec.next_actions)
+        record, step = super()._generate_step(state, prefix, index, final_only)
+        details = dict(record.details or {})
+        details["allowed"] = list(allowed)
+        details["prevented"] = self._prevented(details.get("rejections") or (), len(spec.path_prefix), allowed)
+        if step is not None:
+            problem = self._move_problem(path, step, allowed)
+            if problem is not None:
+                error = StepParseError(problem, label="invalid_move", line=1, column=1, context=record.raw[:60])
+                record.parse_error = error.to_dict()
+                state.trajectory.stop_reason = "error"
+                state.trajectory.error = f"step {index + 1}: {problem}"
+                step = None
+            else:
+                assert step.path is not None
+                path = (*path, step.path[-1])
+        details["action_path"] = list(path)
+        record.details = details
+        return record, step
+
+    def _move_problem(self, path: Sequence[str], step: Step, allowed: Sequence[str]) -> str | None:
+        """Why a parsed step is not a valid move after `path` (None: it is)."""
+        if step.path is None:
+            return "the step has no ActionPath line"
+        *written, move = step.path
+        if tuple(written) != self.written_path(path):
+            real = " -> ".join(self.written_path(path))
+            return f"the ActionPath says {' -> '.join(written)}, but the path so far is {real}"
+        if move not in allowed:
+            return f"{move} may not follow {path[-1]}; allowed: {', '.join(allowed)}"
+        tool = self.graph.tool_of(move)
+        if (tool == FINAL) != step.is_final or (step.action is not None and step.action.tool != tool):
+            return f"the move {move} must {'give the Final answer' if tool == FINAL else f'call {tool}'}"
+        return None
+
+    def _prevented(self, rejections: Sequence[Sequence[Any]], choice_at: int, allowed: Sequence[str]) -> int:
+        """How many refused first choices were a forbidden move: a token over the place where the move's name
+        starts that spells (the start of) an action the graph does not allow here. Other refusals there
+        (spaces, a Thought written too early) are format, not moves."""
+        forbidden = [action for action in self.graph.actions if action not in allowed]
+        count = 0
+        for offset, piece in rejections:
+            offset, piece = int(offset), str(piece)
+            if not offset <= choice_at < offset + max(len(piece), 1):
+                continue
+            named = piece[choice_at - offset :].strip()
+            if named and any(action.startswith(named) or named.startswith(action) for action in forbidden):
+                count += 1
+        return count
+
+
+def check_action_graph(strategy: type[ReActAgent], path: str | None) -> None:
+    """Refuse an action graph for a strategy without one, and check the file before a model is loaded."""
+    if path is None:
+        return
+    if not issubclass(strategy, KnowAgent):
+        raise ConfigError(f"--action-graph goes with --agent knowagent, not {strategy.name}")
+    load_action_graph(path)
+
+
+__all__ = ["KnowAgent", "check_action_graph"]
