@@ -8,6 +8,7 @@ when the reply was cut off, and returns the value or the labelled parse error: n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,7 @@ def call_json(
     seed: int,
     max_tokens: int = JSON_MAX_TOKENS,
     deadline: float | None = None,
+    on_token: Callable[[str], None] | None = None,
 ) -> JsonResult:
     """Ask `agent`'s backend for one JSON value of `call`'s shape; ContextOverflowError propagates."""
     config = agent.config
@@ -63,6 +65,7 @@ def call_json(
             stop=("\n\n",),
             temperature=config.temperature,
             seed=seed,
+            on_token=on_token,
             deadline=deadline,
         )
         usage += completion.usage

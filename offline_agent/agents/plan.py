@@ -352,7 +352,12 @@ class PlanAgent(ReActAgent):
         started = time.monotonic()
         try:
             result = call_json(
-                self, call, self._chat(user), seed=self.config.seed + state.calls, deadline=state.deadline
+                self,
+                call,
+                self._chat(user),
+                seed=self.config.seed + state.calls,
+                deadline=state.deadline,
+                on_token=self.callbacks.on_token,
             )
         except ContextOverflowError as exc:
             self._stop(state, record, "error", str(exc), started)
