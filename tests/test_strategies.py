@@ -21,7 +21,7 @@ def make(name: str, index, outputs, **config):
 def test_registry_holds_the_seven_strategies() -> None:
     names = ["react", "act", "cot", "standard", "knowagent", "critic", "plan"]
     assert {name: cls.name for name, cls in AGENTS.items()} == {name: name for name in names}
-    with pytest.raises(ConfigError, match=r"unknown agent 'reflexion'; choose from \['act', 'cot', 'react'"):
+    with pytest.raises(ConfigError, match=r"unknown agent 'reflexion'; choose from \['act', 'cot', 'critic'"):
         agent_class("reflexion")
 
 
