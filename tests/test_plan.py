@@ -177,7 +177,9 @@ def test_respond_streams_and_callbacks_fire(tiny_index) -> None:
     backend = ScriptedBackend([plan(("search", "Warsaw")), verdict(True), "Final: Vistula"])
     callbacks = AgentCallbacks(on_token=tokens.append, on_tool_start=lambda name, arg: tools.append(name))
     PlanAgent(backend, build_tools(tiny_index), AgentConfig(), callbacks).run("Which river flows through Warsaw?")
-    assert tokens == ["Final: Vistula"] and tools == ["search"]
+    # The planner's and evaluator's JSON stream too, then the answer.
+    assert tokens[-1] == "Final: Vistula" and tokens[0].startswith('{"thought"') and len(tokens) == 3
+    assert tools == ["search"]
 
 
 def test_plan_model_lists_the_tools() -> None:
