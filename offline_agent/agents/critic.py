@@ -270,12 +270,6 @@ class CriticAgent(ReActAgent):
     def _chat(self, user: str) -> str:
         return self.prompt_prefix(PromptParts(system=self._system, user=user))
 
-    def _out_of_time(self, state: _RunState) -> bool:
-        if state.deadline is not None and time.monotonic() >= state.deadline:
-            state.trajectory.stop_reason = "timeout"
-            return True
-        return False
-
     def _done(self, record: StepRecord) -> None:
         if self.callbacks.on_step:
             self.callbacks.on_step(record)

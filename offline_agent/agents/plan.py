@@ -195,12 +195,6 @@ class PlanAgent(ReActAgent):
             missing = verdict.missing
         self._respond(state)
 
-    def _out_of_time(self, state: _PlanState) -> bool:
-        if state.deadline is not None and time.monotonic() >= state.deadline:
-            state.trajectory.stop_reason = "timeout"
-            return True
-        return False
-
     def _plan(self, state: _PlanState, iteration: int, missing: str) -> list[Any] | None:
         """One planner call and the executor; returns the calls it ran ([] to answer now, None when stopped)."""
         if self.plan_call is None:
@@ -249,7 +243,8 @@ class PlanAgent(ReActAgent):
                 self.callbacks.on_tool_start(call.tool, argument)
         with ThreadPoolExecutor(max_workers=min(_PARALLEL, len(calls))) as pool:
             raw = list(pool.map(self._run_call, calls, arguments))
-        results = [replace(e, observation=self._fit_half(e.observation)) for e in raw]
+        budget = max(32, self.config.observation_tokens // 2)
+        results = [replace(e, observation=self._fit(e.observation, budget)) for e in raw]
         if self.callbacks.on_tool_end:
             for evidence, argument in zip(results, arguments, strict=True):
                 self.callbacks.on_tool_end(evidence.tool, argument, evidence.observation, evidence.is_error)
@@ -267,14 +262,6 @@ class PlanAgent(ReActAgent):
         result = self.tools.run(call.tool, argument)
         details = getattr(tool, "last_details", None)
         return _Evidence(call.tool, call.argument, result.observation, result.is_error, dict(details or {}))
-
-    def _fit_half(self, text: str) -> str:
-        budget = self.config.observation_tokens
-        self.config.observation_tokens = max(32, budget // 2)
-        try:
-            return self._fit(text)
-        finally:
-            self.config.observation_tokens = budget
 
     def _evaluate(self, state: _PlanState) -> Verdict | None:
         user = self._user(state, prompt_text("plan_evaluator.txt").strip())

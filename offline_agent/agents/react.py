@@ -201,12 +201,18 @@ class ReActAgent:
             budget_hint=c.budget_hint,
         )
 
+    def _out_of_time(self, state: Any) -> bool:
+        """True (and stop reason timeout) once the run's deadline has passed; `state` has deadline and trajectory."""
+        if state.deadline is not None and time.monotonic() >= state.deadline:
+            state.trajectory.stop_reason = "timeout"
+            return True
+        return False
+
     def _loop(self, state: _RunState, prefix: str) -> None:
         c = self.config
         trajectory = state.trajectory
         for index in range(c.max_steps):
-            if state.deadline is not None and time.monotonic() >= state.deadline:
-                trajectory.stop_reason = "timeout"
+            if self._out_of_time(state):
                 return
             final_only = self._final_only(index)
             if self.callbacks.on_step_start:
@@ -337,10 +343,10 @@ class ReActAgent:
             self.callbacks.on_tool_end(action.tool, action.argument, record.observation, result.is_error)
         return record.observation
 
-    def _fit(self, text: str) -> str:
-        """Cut an Observation to the token budget at a word boundary, marking the cut."""
+    def _fit(self, text: str, budget: int | None = None) -> str:
+        """Cut an Observation to the token budget (default: observation_tokens) at a word boundary, marking the cut."""
         text = text.strip()
-        budget = self.config.observation_tokens
+        budget = budget or self.config.observation_tokens
         count = self.backend.count_tokens
         if count(text) <= budget:
             return text
