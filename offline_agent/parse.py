@@ -116,7 +116,46 @@ def _raw(node: Any) -> str:
     return "".join(_raw(child) for child in getattr(node, "children", []))
 
 
-class StepParser:
+class _CheckedParser:
+    """What the step and JSON parsers share: `accepts`, where an error is, and whether the text was cut off.
+
+    A subclass sets `self.grammar` (with a `.gbnf`) and `self._checker = None`, and defines `parse`.
+    """
+
+    grammar: Any
+    _checker: GbnfChecker | None
+
+    def parse(self, text: str) -> Any:  # pragma: no cover - defined by each subclass
+        raise NotImplementedError
+
+    def accepts(self, text: str) -> bool:
+        try:
+            self.parse(text)
+        except StepParseError:
+            return False
+        return True
+
+    @staticmethod
+    def _where(text: str, exc: UnexpectedInput) -> tuple[int, int, str]:
+        """Line, column and caret context of a Lark error."""
+        line = getattr(exc, "line", 1) or 1
+        column = getattr(exc, "column", 1) or 1
+        try:
+            context = exc.get_context(text, span=30)
+        except Exception:  # get_context needs a position; an EOF error may have none
+            context = text[-60:]
+        return line, column, context
+
+    def _is_cut_off(self, text: str, exc: UnexpectedInput) -> bool:
+        if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+            return True
+        # The GBNF accepts the same language; walking it tells whether the text is a prefix of a valid turn.
+        if self._checker is None:
+            self._checker = GbnfChecker(self.grammar.gbnf)
+        return self._checker.is_prefix(text)
+
+
+class StepParser(_CheckedParser):
     """Parses step texts for one grammar spec (LALR, so each parse is linear in the text)."""
 
     def __init__(self, grammar: StepGrammar | GrammarSpec) -> None:
@@ -144,32 +183,12 @@ class StepParser:
                 raise
             raise StepParseError(str(exc.orig_exc), label="bad_argument", line=1, column=1) from None
 
-    def accepts(self, text: str) -> bool:
-        try:
-            self.parse(text)
-        except StepParseError:
-            return False
-        return True
-
     def _error(self, text: str, exc: UnexpectedInput) -> StepParseError:
         position = getattr(exc, "pos_in_stream", None) or 0
-        line = getattr(exc, "line", 1) or 1
-        column = getattr(exc, "column", 1) or 1
-        try:
-            context = exc.get_context(text, span=30)
-        except Exception:  # get_context needs a position; an EOF error may have none
-            context = text[-60:]
+        line, column, context = self._where(text, exc)
         label, reason = self._label(text, exc, position)
         where = f"line {line}, column {column}"
         return StepParseError(f"{reason} at {where}", label=label, line=line, column=column, context=context)
-
-    def _is_cut_off(self, text: str, exc: UnexpectedInput) -> bool:
-        if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
-            return True
-        # The GBNF accepts the same language; walking it tells whether the text is a prefix of a valid step.
-        if self._checker is None:
-            self._checker = GbnfChecker(self.grammar.gbnf)
-        return self._checker.is_prefix(text)
 
     def _label(self, text: str, exc: UnexpectedInput, position: int) -> tuple[str, str]:
         if self._is_cut_off(text, exc):
@@ -244,7 +263,7 @@ def parser_for(spec: GrammarSpec) -> StepParser:
     return StepParser(spec)
 
 
-class JsonParser:
+class JsonParser(_CheckedParser):
     """Parses turns that are one JSON object of a JsonGrammar's shape into an instance of its pydantic model."""
 
     def __init__(self, grammar: JsonGrammar) -> None:
@@ -269,26 +288,9 @@ class JsonParser:
             message = f"the JSON does not fit {self.grammar.model.__name__}: {_brief(exc)}"
             raise StepParseError(message, label="bad_argument", line=1, column=1) from None
 
-    def accepts(self, text: str) -> bool:
-        try:
-            self.parse(text)
-        except StepParseError:
-            return False
-        return True
-
     def _error(self, text: str, exc: UnexpectedInput) -> StepParseError:
-        line = getattr(exc, "line", 1) or 1
-        column = getattr(exc, "column", 1) or 1
-        try:
-            context = exc.get_context(text, span=30)
-        except Exception:  # get_context needs a position; an EOF error may have none
-            context = text[-60:]
-        cut_off = isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END")
-        if not cut_off:
-            if self._checker is None:
-                self._checker = GbnfChecker(self.grammar.gbnf)
-            cut_off = self._checker.is_prefix(text)
-        if cut_off:
+        line, column, context = self._where(text, exc)
+        if self._is_cut_off(text, exc):
             label, reason = "truncated", "the JSON stops before it is complete"
         else:
             label, reason = "invalid", f"the text does not fit the JSON shape of {self.grammar.model.__name__}"
