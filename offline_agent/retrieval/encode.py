@@ -1,8 +1,12 @@
 """Text to postings: the tokenizing half of a build, in this process or spread over worker processes.
 
 Tokenizing is most of the cost of building an index (the rest is one sort and one pass of arithmetic), so it
-runs on batches of documents joined into one string, with a fast path for ASCII text, and can run in worker
-processes (`encode_texts(..., workers=N)`). Workers number terms in their own vocabularies and send back only
+runs on batches of documents joined into one string and can run in worker processes (`encode_texts(...,
+workers=N)`). An ASCII batch never becomes Python strings token by token: its bytes go to numpy, tokens are the
+runs of letters and digits, and each token is keyed by its bytes (the key *is* the token up to 8 bytes; longer
+ones get a hash of their 8-byte words, checked word by word against one copy of each distinct key, so a hash
+collision cannot merge two tokens: the batch then takes the general path). Only one token per distinct key goes
+through the analyzer. Other batches split with the regular expression and look each token up in a dictionary. Workers number terms in their own vocabularies and send back only
 the terms they have not sent before, so the parent merges a batch with one array lookup. Workers are started
 with "spawn" (safe beside threads, and the same on every platform), which needs the usual `if __name__ ==
 "__main__":` guard in a script that builds an index with workers.
@@ -23,14 +27,23 @@ import numpy as np
 
 from offline_agent.retrieval.analyzer import TOKEN_PATTERN, Analyzer
 from offline_agent.retrieval.passages import Passage
-from offline_agent.retrieval.postings import Triples, unique_counts
+from offline_agent.retrieval.postings import Triples, run_starts, unique_counts, unique_sorted
 
 BATCH = 4096
 _SEP = " \x00 "  # between documents in a batch: its NUL comes out as a token of its own
 _BATCH_RE = re.compile(f"{TOKEN_PATTERN}|\x00")
-# For ASCII text, `[^\W_]+` is `[A-Za-z0-9]+`: mapping every other ASCII character to a space and splitting
-# gives the same tokens several times faster than the regular expression.
-_ASCII_SPLIT = {c: " " for c in range(1, 128) if not chr(c).isalnum()}
+# _LOW_BYTES[n] keeps the first n bytes of a little-endian 8-byte word.
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+# The 6-bit code of each ASCII letter or digit (see TermCoder._encode_ascii), and the shifts that squeeze eight
+# of them, one per byte, into 48 bits.
+_CODE_CHARS = "\0" + "0123456789" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "abcdefghijklmnopqrstuvwxyz"
+_SHORT_BITS = 48
+_PACK_STEPS = [
+    (np.uint64(0x00FF00FF00FF00FF), np.uint64(2)),
+    (np.uint64(0x0000FFFF0000FFFF), np.uint64(4)),
+    (np.uint64(0x00000000FFFFFFFF), np.uint64(8)),
+]
 _DROPPED, _BOUNDARY = -1, -2
 
 
@@ -61,6 +74,22 @@ class RawIds(dict):
         return tid
 
 
+class ShortKeys(dict):
+    """8-byte key of an ASCII token of at most 8 bytes -> what `RawIds` says for that token."""
+
+    def __init__(self, raw: RawIds) -> None:
+        super().__init__()
+        self.raw = raw
+
+    def __missing__(self, key: int) -> int:
+        chars, rest = [], key
+        while rest:
+            chars.append(_CODE_CHARS[rest & 63])
+            rest >>= 6
+        tid = self[key] = self.raw["".join(chars)]
+        return tid
+
+
 class TermCoder:
     """Maps texts (through the analyzer) or ready tokens to term ids, growing the vocabulary as it goes."""
 
@@ -68,6 +97,7 @@ class TermCoder:
         self.analyzer = analyzer
         self.vocab = Vocab(terms)
         self.raw = RawIds(analyzer, self.vocab)
+        self.short_keys = ShortKeys(self.raw)
         self.lengths = np.zeros(0, np.int64)
 
     @property
@@ -80,14 +110,93 @@ class TermCoder:
         if joined.count("\x00") != len(texts) - 1:  # NUL inside a text: blank it so it cannot split documents
             joined = _SEP.join(t.replace("\x00", " ") for t in texts)
         joined = self.analyzer.prepare(joined)
-        ascii_only = joined.isascii()
-        tokens = joined.translate(_ASCII_SPLIT).split() if ascii_only else _BATCH_RE.findall(joined)
+        if joined.isascii():
+            triples = self._encode_ascii(joined, len(texts))
+            if triples is not None:
+                return triples
+        tokens = _BATCH_RE.findall(joined)
         del joined
         arr = np.fromiter(map(self.raw.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         del tokens
         doc = np.cumsum(arr == _BOUNDARY)
         keep = arr >= 0
         return self._triples(arr[keep], doc[keep], len(texts))
+
+    def _encode_ascii(self, joined: str, n_docs: int) -> Triples | None:
+        """`encode_texts` for an ASCII batch, in numpy; None when it cannot be done exactly that way.
+
+        Each letter or digit becomes a 6-bit code (0 elsewhere), so a token of up to 8 characters packs into
+        48 bits, and (token, doc) into one integer: one sort then gives the postings and the distinct tokens.
+        Longer tokens are keyed by a hash of their 8-byte words and checked against one copy of each key.
+        """
+        doc_bits = max(1, (n_docs - 1).bit_length())
+        if _SHORT_BITS + doc_bits > 63:
+            return None
+        raw = joined.encode("ascii")
+        n = len(raw)
+        buf = np.zeros(n + 80, dtype=np.uint8)  # a zero before the text; room for reads of 8 words after it
+        text = np.frombuffer(raw, dtype=np.uint8)
+        separators = np.flatnonzero(text == 0) + 1  # offsets into buf
+        code = buf[1 : n + 1]
+        np.multiply(text - 47, (text - 48) < 10, out=code)  # 0-9 -> 1-10
+        code += (text - 54) * ((text - 65) < 26)  # A-Z -> 11-36
+        code += (text - 60) * ((text - 97) < 26)  # a-z -> 37-62
+        edges = np.diff((code != 0).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+        starts = np.flatnonzero(edges == 1)
+        lengths = np.flatnonzero(edges == -1) - starts
+        starts += 1
+        per_doc = np.diff(np.searchsorted(starts, separators), prepend=0, append=len(starts))
+        doc = np.repeat(np.arange(len(per_doc), dtype=np.uint64), per_doc)
+        words = np.ndarray(shape=(n + 73,), dtype="<u8", buffer=buf, strides=(1,))  # the 8 bytes from each offset
+
+        def word(k: int, rows: np.ndarray) -> np.ndarray:
+            return words[starts[rows] + 8 * k] & _LOW_BYTES[np.clip(lengths[rows] - 8 * k, 0, 8)]
+
+        short = np.flatnonzero(lengths <= 8)
+        packed = word(0, short)
+        for mask, shift in _PACK_STEPS:  # eight 6-bit codes, one per byte -> 48 contiguous bits
+            packed = (packed & mask) | ((packed & ~mask) >> shift)
+        keys = (packed << np.uint64(doc_bits)) | doc[short]
+        del packed
+        keys.sort()
+        postings, tf = _runs(keys)
+        tokens = postings >> np.uint64(doc_bits)
+        first = run_starts(tokens)
+        found = np.fromiter(map(self.short_keys.__getitem__, tokens[first].tolist()), np.int64, int(first.sum()))
+        terms, docs = found[np.cumsum(first) - 1], postings & np.uint64((1 << doc_bits) - 1)
+        long = np.flatnonzero((lengths > 8) & (lengths <= self.analyzer.max_len))
+        if len(long):
+            grid = np.stack([word(k, long) for k in range(int(lengths[long].max() + 7) // 8)])  # 0 past the end
+            hashed = grid[0].copy()
+            for row in grid[1:]:
+                hashed = (hashed * _MIX) ^ row
+            hashes, inverse = _unique_inverse(hashed)
+            first_of = np.full(len(hashes), len(long), dtype=np.int64)
+            np.minimum.at(first_of, inverse, np.arange(len(long)))
+            if not np.array_equal(grid, grid[:, first_of[inverse]]):
+                return None  # two tokens share a hash
+            spans = zip(starts[long[first_of]].tolist(), lengths[long[first_of]].tolist(), strict=True)
+            found_long = np.fromiter((self.raw[joined[a - 1 : a - 1 + m]] for a, m in spans), np.int64, len(hashes))
+            keys = (found_long[inverse].astype(np.uint64) << np.uint64(doc_bits)) | doc[long]
+            keys.sort()
+            postings, tf_long = _runs(keys)
+            terms = np.concatenate([terms, (postings >> np.uint64(doc_bits)).astype(np.int64)])
+            docs = np.concatenate([docs, postings & np.uint64((1 << doc_bits) - 1)])
+            tf = np.concatenate([tf, tf_long])
+            found = np.concatenate([found, found_long])
+        keep = terms >= 0
+        if not keep.all():
+            terms, docs, tf = terms[keep], docs[keep], tf[keep]
+        found = found[found >= 0]
+        if len(unique_sorted(found)) < len(found):  # tokens that share a term (stemming): add them up
+            keys = (terms << doc_bits) | docs.astype(np.int64)
+            order = np.argsort(keys)
+            keys = keys[order]
+            first = np.flatnonzero(run_starts(keys))
+            terms, docs = keys[first] >> doc_bits, keys[first] & ((1 << doc_bits) - 1)
+            tf = np.add.reduceat(tf[order], first)
+        self.lengths = np.bincount(docs, weights=tf, minlength=n_docs).astype(np.int64)
+        return Triples.compact(terms, docs, tf)
 
     def encode_tokens(self, docs: Sequence[Sequence[str]]) -> Triples:
         """Postings of a batch of ready-made token lists (no analyzer)."""
@@ -102,6 +211,22 @@ class TermCoder:
         width = max(len(self.terms), 1)
         keys, tf = unique_counts(doc * width + terms)
         return Triples.compact(keys % width, keys // width, tf)
+
+
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a sorted array and how many times each occurs."""
+    first = np.flatnonzero(run_starts(sorted_keys))
+    return sorted_keys[first], np.diff(first, append=len(sorted_keys))
+
+
+def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(keys, return_inverse=True), by one sort."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    first = run_starts(ordered)
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 class Table:

@@ -337,7 +337,7 @@ class Searcher:
         return _select(cand, scores32, k)
 
 
-def _run_starts(sorted_values: np.ndarray) -> np.ndarray:
+def run_starts(sorted_values: np.ndarray) -> np.ndarray:
     """Mask of the first element of each run of equal values in a sorted array."""
     mask = np.empty(len(sorted_values), dtype=bool)
     if len(mask):
@@ -349,13 +349,13 @@ def _run_starts(sorted_values: np.ndarray) -> np.ndarray:
 def unique_sorted(values: np.ndarray) -> np.ndarray:
     """np.unique(values) by sorting (numpy 2's hash-based np.unique is far slower on these arrays)."""
     values = np.sort(values)
-    return values[_run_starts(values)]
+    return values[run_starts(values)]
 
 
 def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(values, return_counts=True), by sorting."""
     values = np.sort(values)
-    starts = np.flatnonzero(_run_starts(values))
+    starts = np.flatnonzero(run_starts(values))
     counts = np.diff(np.append(starts, len(values)))
     return values[starts], counts
 
@@ -375,7 +375,7 @@ def _select(ids: np.ndarray, scores: np.ndarray, k: int, copies: int = 1) -> tup
     if copies > 1:
         order = np.argsort(ids, kind="stable")
         ids = ids[order]
-        first = _run_starts(ids)
+        first = run_starts(ids)
         ids, scores = ids[first], scores[order][first]
     # ids are ascending here, so a stable sort on the score alone puts ties in id order.
     order = np.argsort(-scores, kind="stable")[:k]
