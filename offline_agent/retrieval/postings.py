@@ -258,7 +258,12 @@ class Searcher:
             # Sum per passage in term order (add.at and bincount add sequentially, so every path adds the same
             # numbers in the same order). Each passage then appears once per query term it holds.
             if len(ids) > self.n_rows // 4:
-                scores = np.bincount(ids, scores, minlength=self.n_rows)[ids]
+                sums = np.bincount(ids, scores, minlength=self.n_rows)
+                if not const:
+                    best = _dense_top(sums.astype(np.float32), k)
+                    if best is not None:
+                        return best
+                scores = sums[ids]
             else:
                 acc = self._scratch()
                 try:
@@ -358,6 +363,23 @@ def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(run_starts(values))
     counts = np.diff(np.append(starts, len(values)))
     return values[starts], counts
+
+
+def _dense_top(sums: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The best `k` passages of a full score array (float32, one per passage), by score descending then id
+    ascending, or None when passages without a hit (score 0) could be among them.
+
+    For queries whose postings cover a large share of the corpus: one partition over the passages costs less
+    than gathering the sums back onto every posting and selecting among those.
+    """
+    if k >= len(sums):
+        return None
+    kth = np.partition(sums, len(sums) - k)[len(sums) - k]
+    if not kth > 0:
+        return None
+    best = np.flatnonzero(sums >= kth)  # ascending ids, ties at the boundary included
+    order = np.argsort(-sums[best], kind="stable")[:k]
+    return best[order].astype(np.int64), sums[best[order]]
 
 
 def _select(ids: np.ndarray, scores: np.ndarray, k: int, copies: int = 1) -> tuple[np.ndarray, np.ndarray]:
