@@ -142,9 +142,9 @@ class TermCoder:
         code += (text - 54) * ((text - 65) < 26)  # A-Z -> 11-36
         code += (text - 60) * ((text - 97) < 26)  # a-z -> 37-62
         edges = np.diff((code != 0).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        starts = np.flatnonzero(edges == 1)
-        lengths = np.flatnonzero(edges == -1) - starts
-        starts += 1
+        bounds = np.flatnonzero(edges)  # a token's first byte, then the byte after its last, and so on
+        starts = bounds[0::2] + 1
+        lengths = bounds[1::2] + 1 - starts
         per_doc = np.diff(np.searchsorted(starts, separators), prepend=0, append=len(starts))
         doc = np.repeat(np.arange(len(per_doc), dtype=np.uint64), per_doc)
         words = np.ndarray(shape=(n + 73,), dtype="<u8", buffer=buf, strides=(1,))  # the 8 bytes from each offset
