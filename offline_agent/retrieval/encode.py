@@ -3,12 +3,13 @@
 Tokenizing is most of the cost of building an index (the rest is one sort and one pass of arithmetic), so it
 runs on batches of documents joined into one string and can run in worker processes (`encode_texts(...,
 workers=N)`). An ASCII batch never becomes Python strings token by token: its bytes go to numpy, tokens are the
-runs of letters and digits, and each token is keyed by its bytes (the key *is* the token up to 8 bytes; longer
-ones get a hash of their 8-byte words, checked word by word against one copy of each distinct key, so a hash
-collision cannot merge two tokens: the batch then takes the general path). Only one token per distinct key goes
-through the analyzer. Other batches split with the regular expression and look each token up in a dictionary. Workers number terms in their own vocabularies and send back only
-the terms they have not sent before, so the parent merges a batch with one array lookup. Workers are started
-with "spawn" (safe beside threads, and the same on every platform), which needs the usual `if __name__ ==
+runs of letters and digits, and each token is keyed by its characters (a token of up to 8 is its own key, in
+6-bit codes; a longer one gets a hash of its 8-byte words, checked word by word against one copy of each
+distinct key, so a collision cannot merge two tokens: the batch then takes the general path). Only one token
+per distinct key goes through the analyzer. Other batches split with the regular expression and look each
+token up in a dictionary. Workers number terms in their own vocabularies and send back only the terms they
+have not sent before, so the parent merges a batch with one array lookup. Workers are started with "spawn"
+(safe beside threads, and the same on every platform), which needs the usual `if __name__ ==
 "__main__":` guard in a script that builds an index with workers.
 """
 
