@@ -164,7 +164,8 @@ class TermCoder:
         tokens = postings >> np.uint64(doc_bits)
         first = run_starts(tokens)
         found = np.fromiter(map(self.short_keys.__getitem__, tokens[first].tolist()), np.int64, int(first.sum()))
-        terms, docs = found[np.cumsum(first) - 1], postings & np.uint64((1 << doc_bits) - 1)
+        doc_mask = np.uint64((1 << doc_bits) - 1)
+        terms, docs = found[np.cumsum(first) - 1], (postings & doc_mask).astype(np.int64)
         long = np.flatnonzero((lengths > 8) & (lengths <= self.analyzer.max_len))
         if len(long):
             grid = np.stack([word(k, long) for k in range(int(lengths[long].max() + 7) // 8)])  # 0 past the end
@@ -178,11 +179,13 @@ class TermCoder:
                 return None  # two tokens share a hash
             spans = zip(starts[long[first_of]].tolist(), lengths[long[first_of]].tolist(), strict=True)
             found_long = np.fromiter((self.raw[joined[a - 1 : a - 1 + m]] for a, m in spans), np.int64, len(hashes))
-            keys = (found_long[inverse].astype(np.uint64) << np.uint64(doc_bits)) | doc[long]
+            each = found_long[inverse]
+            kept = each >= 0  # stopwords and other dropped tokens of more than 8 characters
+            keys = (each[kept].astype(np.uint64) << np.uint64(doc_bits)) | doc[long[kept]]
             keys.sort()
             postings, tf_long = _runs(keys)
             terms = np.concatenate([terms, (postings >> np.uint64(doc_bits)).astype(np.int64)])
-            docs = np.concatenate([docs, postings & np.uint64((1 << doc_bits) - 1)])
+            docs = np.concatenate([docs, (postings & doc_mask).astype(np.int64)])
             tf = np.concatenate([tf, tf_long])
             found = np.concatenate([found, found_long])
         keep = terms >= 0
@@ -190,7 +193,7 @@ class TermCoder:
             terms, docs, tf = terms[keep], docs[keep], tf[keep]
         found = found[found >= 0]
         if len(unique_sorted(found)) < len(found):  # tokens that share a term (stemming): add them up
-            keys = (terms << doc_bits) | docs.astype(np.int64)
+            keys = (terms << doc_bits) | docs
             order = np.argsort(keys)
             keys = keys[order]
             first = np.flatnonzero(run_starts(keys))

@@ -19,6 +19,7 @@ ASCII_PIECES = st.one_of(
     st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=12),
     st.text(alphabet=string.ascii_lowercase, min_size=9, max_size=80),  # past the 8-byte keys and max_len
     st.sampled_from(["the", "The", "and", "running", "runs", "run", "connection", "connections", "connect"]),
+    st.sampled_from(["ourselves", "Themselves", "yourselves"]),  # stopwords of more than 8 characters
     st.sampled_from([" ", "  ", "\n", "_", "-", "'", ".", ",", "\x00", "\t", "__init__", "e.g."]),
 )
 ascii_texts = st.lists(st.lists(ASCII_PIECES, max_size=40).map("".join), min_size=1, max_size=30)
@@ -98,3 +99,11 @@ def test_tokens_that_stem_to_one_term_are_counted_together() -> None:
     docs = _per_doc(TermCoder(analyzer), texts)
     assert docs == _expected(analyzer, texts)
     assert docs[0]["run"] == 3 and docs[0]["connect"] == 3
+
+
+def test_long_stopwords_are_dropped() -> None:
+    analyzer = Analyzer()
+    texts = ["We did it ourselves, they did it themselves", "Yourselves and extraordinary people"]
+    docs = _per_doc(TermCoder(analyzer), texts)
+    assert docs == _expected(analyzer, texts)
+    assert docs[1] == Counter({"extraordinary": 1, "people": 1})
