@@ -141,7 +141,8 @@ def build_postings(
     dl64 = np.asarray(dl, dtype=np.float64)
     for lo in range(0, len(docs), _WEIGHT_CHUNK):
         hi = min(lo + _WEIGHT_CHUNK, len(docs))
-        term_of = np.searchsorted(offsets, np.arange(lo, hi), side="right") - 1
+        first, last = np.searchsorted(offsets, [lo, hi - 1], side="right") - 1  # the terms this chunk spans
+        term_of = np.repeat(np.arange(first, last + 1), np.diff(np.clip(offsets[first : last + 2], lo, hi)))
         weights[lo:hi] = params.weights(idf[term_of], tf[lo:hi], dl64[docs[lo:hi]], avgdl)
     hashes = np.fromiter(map(term_hash, (terms[i] for i in order.tolist())), dtype=np.uint64, count=len(order))
     hash_ids = np.argsort(hashes, kind="stable").astype(np.int32)

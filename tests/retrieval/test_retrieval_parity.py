@@ -141,3 +141,41 @@ def test_skipping_frequent_terms_changes_nothing(variant: str, monkeypatch: pyte
     for a, b in zip(full, pruned, strict=True):
         assert a.ids.tolist() == b.ids.tolist()
         assert a.scores.tolist() == b.scores.tolist()
+
+
+def _zipf_corpus(seed: int, n_docs: int) -> tuple[np.ndarray, list[list[str]]]:
+    rng = np.random.default_rng(seed)
+    words = np.array([f"w{i}" for i in range(500)])
+    p = 1.0 / np.arange(1, 501)
+    return words, [list(rng.choice(words, size=rng.integers(5, 40), p=p / p.sum())) for _ in range(n_docs)]
+
+
+def test_weights_computed_in_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    from offline_agent.retrieval import postings
+
+    _, corpus = _zipf_corpus(5, 400)
+    whole = BM25Index.from_tokens(corpus)._postings.weights
+    monkeypatch.setattr(postings, "_WEIGHT_CHUNK", 7)  # chunk edges fall inside and between terms
+    chunked = BM25Index.from_tokens(corpus)._postings.weights
+    assert np.asarray(whole).tobytes() == np.asarray(chunked).tobytes()
+
+
+def test_top_k_from_the_per_passage_sums_equals_the_postings_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries of frequent words (postings over a quarter of the corpus) take their top k from the dense sums."""
+    from offline_agent.retrieval import postings
+
+    words, corpus = _zipf_corpus(9, 2000)
+    index = BM25Index.from_tokens(corpus)
+    rng = np.random.default_rng(3)
+    queries = [list(rng.choice(words[:30], size=rng.integers(2, 9))) for _ in range(60)]
+    monkeypatch.setattr(postings, "_PRUNE_FROM", 10**12)
+    taken = []
+    real = postings._dense_top
+    monkeypatch.setattr(postings, "_dense_top", lambda s, k: taken.append(1) or real(s, k))
+    dense = [index.search_tokens(q, k) for q in queries for k in (1, 10, 50)]
+    assert len(taken) > 100
+    monkeypatch.setattr(postings, "_dense_top", lambda s, k: None)
+    sparse = [index.search_tokens(q, k) for q in queries for k in (1, 10, 50)]
+    for a, b in zip(dense, sparse, strict=True):
+        assert a.ids.tolist() == b.ids.tolist()
+        assert a.scores.tolist() == b.scores.tolist()
