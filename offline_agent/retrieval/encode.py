@@ -28,7 +28,7 @@ import numpy as np
 
 from offline_agent.retrieval.analyzer import TOKEN_PATTERN, Analyzer
 from offline_agent.retrieval.passages import Passage
-from offline_agent.retrieval.postings import Triples, run_starts, unique_counts, unique_sorted
+from offline_agent.retrieval.postings import Triples, run_starts, runs, unique_counts, unique_sorted
 
 BATCH = 4096
 _SEP = " \x00 "  # between documents in a batch: its NUL comes out as a token of its own
@@ -160,7 +160,7 @@ class TermCoder:
         keys = (packed << np.uint64(doc_bits)) | doc[short]
         del packed
         keys.sort()
-        postings, tf = _runs(keys)
+        postings, tf = runs(keys)
         tokens = postings >> np.uint64(doc_bits)
         first = run_starts(tokens)
         found = np.fromiter(map(self.short_keys.__getitem__, tokens[first].tolist()), np.int64, int(first.sum()))
@@ -183,7 +183,7 @@ class TermCoder:
             kept = each >= 0  # stopwords and other dropped tokens of more than 8 characters
             keys = (each[kept].astype(np.uint64) << np.uint64(doc_bits)) | doc[long[kept]]
             keys.sort()
-            postings, tf_long = _runs(keys)
+            postings, tf_long = runs(keys)
             terms = np.concatenate([terms, (postings >> np.uint64(doc_bits)).astype(np.int64)])
             docs = np.concatenate([docs, (postings & doc_mask).astype(np.int64)])
             tf = np.concatenate([tf, tf_long])
@@ -215,12 +215,6 @@ class TermCoder:
         width = max(len(self.terms), 1)
         keys, tf = unique_counts(doc * width + terms)
         return Triples.compact(keys % width, keys // width, tf)
-
-
-def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of a sorted array and how many times each occurs."""
-    first = np.flatnonzero(run_starts(sorted_keys))
-    return sorted_keys[first], np.diff(first, append=len(sorted_keys))
 
 
 def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -360,10 +360,13 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
 
 def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(values, return_counts=True), by sorting."""
-    values = np.sort(values)
-    starts = np.flatnonzero(run_starts(values))
-    counts = np.diff(np.append(starts, len(values)))
-    return values[starts], counts
+    return runs(np.sort(values))
+
+
+def runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a sorted array and how many times each occurs."""
+    starts = np.flatnonzero(run_starts(sorted_values))
+    return sorted_values[starts], np.diff(starts, append=len(sorted_values))
 
 
 def _dense_top(sums: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
