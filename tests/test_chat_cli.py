@@ -161,7 +161,7 @@ def test_help_lists_the_options_and_commands(cli) -> None:
         "--threads",
         "--grammar-engine",
         "--early-stopping",
-        "--no-budget-hint",
+        "--budget-hint",
         "--trace",
         "--json",
         "/history",
@@ -175,13 +175,13 @@ def test_help_lists_the_options_and_commands(cli) -> None:
 @pytest.mark.parametrize("command", ["ask", "eval"])
 def test_ask_and_eval_take_the_controls(cli, command: str) -> None:
     text = CliRunner().invoke(cli, [command, "-h"], prog_name="offline-agent").stdout
-    assert "--early-stopping [generate|force]" in text and "--no-budget-hint" in text
+    assert "--early-stopping [generate|force]" in text and "--budget-hint / --no-budget-hint" in text
 
 
 def test_ask_passes_the_controls(cli, tiny_corpus: Path, scripted: ScriptedBackend) -> None:
     scripted.enqueue("Thought: a\nAction: search[Warsaw]", "Thought: b\nAction: search[Poland]")
     args = ["ask", FIRST, "--corpus", str(tiny_corpus), "--max-steps", "2", "--early-stopping", "force", "--json"]
-    result = CliRunner().invoke(cli, args, prog_name="offline-agent")
+    result = CliRunner().invoke(cli, [*args, "--budget-hint"], prog_name="offline-agent")
     assert result.exit_code == 3
     data = json.loads(result.stdout)
     assert data["stop_reason"] == "max_steps" and data["early_stopping"] == "force" and data["budget_hint"] is True
@@ -204,23 +204,23 @@ def test_eval_records_the_controls_in_config_json(cli, tiny_corpus: Path, script
     assert again.exit_code == 1 and "agent_config.early_stopping: 'force' there, 'generate' now" in again.stderr
 
 
-def test_a_run_folder_from_before_the_controls_resumes_with_no_budget_hint(cli, tiny_corpus: Path, scripted, tmp_path):
+def test_a_run_folder_from_before_the_controls_resumes_as_it_was(cli, tiny_corpus: Path, scripted, tmp_path):
     questions = tmp_path / "questions.jsonl"
     rows = [{"id": f"q{n}", "question": FIRST, "answer": "Warsaw"} for n in (1, 2)]
     questions.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     out = tmp_path / "run"
     args = ["eval", str(questions), "--pool", str(tiny_corpus), "--out", str(out), "-q"]
     scripted.enqueue("Thought: b\nFinal: Warsaw")
-    assert CliRunner().invoke(cli, [*args, "--limit", "1", "--no-budget-hint"]).exit_code == 0
+    assert CliRunner().invoke(cli, [*args, "--limit", "1"]).exit_code == 0
     # make config.json look as it did before the controls existed
     config = json.loads((out / "config.json").read_text())
     for key in ("early_stopping", "budget_hint"):
         del config["agent_config"][key]
         del config["options"][key]
     (out / "config.json").write_text(json.dumps(config))
-    refused = CliRunner().invoke(cli, args)
+    refused = CliRunner().invoke(cli, [*args, "--budget-hint"])
     assert refused.exit_code == 1 and "agent_config.budget_hint: False there, True now" in refused.stderr
     scripted.enqueue("Thought: b\nFinal: Warsaw")
-    resumed = CliRunner().invoke(cli, [*args, "--no-budget-hint"])
+    resumed = CliRunner().invoke(cli, args)
     assert resumed.exit_code == 0, resumed.output
     assert len((out / "results.jsonl").read_text().splitlines()) == 2

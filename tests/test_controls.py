@@ -64,7 +64,7 @@ def test_unknown_early_stopping_lists_the_choices() -> None:
 
 def test_budget_hint_follows_each_observation_and_the_prompt_only_grows(tiny_index) -> None:
     outputs = [SEARCH_WARSAW, SEARCH_POLAND, SEARCH_CURIE, "Thought: d\nFinal: Warsaw"]
-    agent, backend = make_agent(tiny_index, outputs, max_steps=4)
+    agent, backend = make_agent(tiny_index, outputs, max_steps=4, budget_hint=True)
     trajectory = agent.run("q")
     prompts = [call.prompt for call in backend.calls]
     for before, after in zip(prompts, prompts[1:], strict=False):
@@ -81,27 +81,31 @@ def test_budget_hint_follows_each_observation_and_the_prompt_only_grows(tiny_ind
 
 def test_budget_hint_under_force_asks_for_the_final_answer(tiny_index) -> None:
     agent, backend = make_agent(
-        tiny_index, [SEARCH_WARSAW, "Thought: d\nFinal: x"], max_steps=2, early_stopping="force"
+        tiny_index, [SEARCH_WARSAW, "Thought: d\nFinal: x"], max_steps=2, early_stopping="force", budget_hint=True
     )
     agent.run("q")
     assert backend.calls[1].prompt.endswith(" (last step: give the Final answer now)\n")
 
 
 def test_budget_hint_without_grammar_does_not_promise_a_final_only_step(tiny_index) -> None:
-    agent, backend = make_agent(tiny_index, [SEARCH_WARSAW, "Thought: d\nFinal: x"], max_steps=2, grammar=False)
+    agent, backend = make_agent(
+        tiny_index, [SEARCH_WARSAW, "Thought: d\nFinal: x"], max_steps=2, grammar=False, budget_hint=True
+    )
     agent.run("q")
     assert backend.calls[1].prompt.endswith(" (last step: give the Final answer now)\n")
 
 
 def test_budget_hint_also_follows_a_refused_repeat(tiny_index) -> None:
-    agent, backend = make_agent(tiny_index, [SEARCH_WARSAW, SEARCH_WARSAW, "Thought: d\nFinal: x"], max_steps=5)
+    agent, backend = make_agent(
+        tiny_index, [SEARCH_WARSAW, SEARCH_WARSAW, "Thought: d\nFinal: x"], max_steps=5, budget_hint=True
+    )
     agent.run("q")
     assert "already ran" in backend.calls[2].prompt and backend.calls[2].prompt.endswith(" (3 steps left)\n")
 
 
-def test_no_budget_hint_leaves_the_prompt_as_before(tiny_index) -> None:
+def test_no_budget_hint_by_default_leaves_the_prompt_as_before(tiny_index) -> None:
     outputs = [SEARCH_WARSAW, SEARCH_POLAND, "Thought: d\nFinal: x"]
-    agent, backend = make_agent(tiny_index, outputs, max_steps=3, budget_hint=False)
+    agent, backend = make_agent(tiny_index, outputs, max_steps=3)
     trajectory = agent.run("q")
     assert not any("steps left" in call.prompt or "last step" in call.prompt for call in backend.calls)
     assert backend.calls[1].prompt.endswith("\n") and trajectory.budget_hint is False
@@ -271,9 +275,11 @@ def test_an_old_run_config_compares_as_the_behaviour_it_had() -> None:
 
     now = asdict(AgentConfig())
     old = {key: value for key, value in now.items() if key not in ("early_stopping", "budget_hint")}
-    # runs written before had no budget hint and a Final-only last step: they resume with --no-budget-hint
-    assert config_differences(config(**old), config(**{**now, "budget_hint": False})) == []
-    assert config_differences(config(**old), config(**now)) == ["agent_config.budget_hint: False there, True now"]
+    # runs written before had no budget hint (now the default) and a Final-only last step
+    assert config_differences(config(**old), config(**now)) == []
+    assert config_differences(config(**old), config(**{**now, "budget_hint": True})) == [
+        "agent_config.budget_hint: False there, True now"
+    ]
     forced = {**now, "budget_hint": False, "early_stopping": "force"}
     assert config_differences(config(**old), config(**forced)) == [
         "agent_config.early_stopping: 'generate' there, 'force' now"

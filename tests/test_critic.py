@@ -131,6 +131,7 @@ def test_the_last_round_may_only_answer(tiny_index) -> None:
             "Thought: Warsaw is on the Vistula.\nFinal: Vistula",
         ],
         max_steps=2,
+        budget_hint=True,
     )
     trajectory = agent.run(QUESTION)
     assert trajectory.stop_reason == "final" and trajectory.answer == "Vistula"
@@ -248,7 +249,7 @@ def test_tool_errors_and_useless_observations_add_no_facts(tiny_index) -> None:
 
 
 def test_a_final_written_by_the_model_needs_no_json_call(tiny_index) -> None:
-    agent, backend = make_agent(tiny_index, ["Thought: I know this.\nFinal: Warsaw\n"])
+    agent, backend = make_agent(tiny_index, ["Thought: I know this.\nFinal: Warsaw\n"], budget_hint=True)
     trajectory = agent.run("Where was Marie Curie born?")
     assert trajectory.answer == "Warsaw" and len(backend.calls) == 1
     assert "Known facts: none yet.\nTask: STEP (4 steps left)" in backend.calls[0].prompt

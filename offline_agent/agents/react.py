@@ -57,7 +57,7 @@ class AgentConfig:
     # reaches max_steps without a Final stops with no answer (LangChain's names).
     early_stopping: str = "generate"
     # Tell the model after each Observation how many steps it has left.
-    budget_hint: bool = True
+    budget_hint: bool = False
     # KnowAgent's action graph (a TOML file); None: the graph shipped with the package. Other agents ignore it.
     action_graph: str | None = None
 

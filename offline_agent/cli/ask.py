@@ -143,7 +143,7 @@ def ask(
     grammar_engine: str,
     no_jump_forward: bool,
     early_stopping: str,
-    no_budget_hint: bool,
+    budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
     trace: Path | None,
@@ -166,7 +166,7 @@ def ask(
         max_tokens=max_tokens,
         grammar=not no_grammar,
         early_stopping=early_stopping,
-        budget_hint=not no_budget_hint,
+        budget_hint=budget_hint,
         action_graph=action_graph,
     )
     from offline_agent.agents import agent_class

@@ -153,7 +153,7 @@ def chat(
     grammar_engine: str,
     no_jump_forward: bool,
     early_stopping: str,
-    no_budget_hint: bool,
+    budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
     trace: Path | None,
@@ -193,7 +193,7 @@ def chat(
         max_tokens=max_tokens,
         grammar=not no_grammar,
         early_stopping=early_stopping,
-        budget_hint=not no_budget_hint,
+        budget_hint=budget_hint,
         action_graph=action_graph,
     )
     session = open_session(

@@ -168,7 +168,7 @@ def eval_command(
     context_size: int | None,
     gpu_layers: int,
     early_stopping: str,
-    no_budget_hint: bool,
+    budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
     quiet: bool,
@@ -179,8 +179,8 @@ def eval_command(
     JSONL of {id, question, answer[, supporting_titles]} searched over --pool (the sample questions default to
     the sample corpus). Interrupt and rerun the same command to resume: finished questions are skipped, and a
     larger --limit goes on where the last run stopped. A different configuration (model, agent, grammar, seed,
-    dataset, corpus, ...) is refused in a folder that holds another; a folder written before the step budget
-    hint existed resumes with --no-budget-hint. The folder holds config.json (what the run is), results.jsonl
+    dataset, corpus, ...) is refused in a folder that holds another; a folder made with the step budget hint on
+    resumes with --budget-hint. The folder holds config.json (what the run is), results.jsonl
     (one line per question, with the whole trajectory) and summary.json (every question in the folder).
 
     \b
@@ -214,7 +214,7 @@ def eval_command(
         context_size=context_size,
         gpu_layers=gpu_layers,
         early_stopping=early_stopping,
-        budget_hint=not no_budget_hint,
+        budget_hint=budget_hint,
         action_graph=action_graph,
     )
     run = prepare_evaluation(options, status=status)

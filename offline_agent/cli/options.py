@@ -68,7 +68,7 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
 
 
 def control_options() -> Decorator:
-    """--early-stopping and --no-budget-hint: what the last step may do, and whether the model sees its budget."""
+    """--early-stopping and --budget-hint: what the last step may do, and whether the model sees its budget."""
     from offline_agent.agents.react import EARLY_STOPPING
 
     return _stack(
@@ -82,9 +82,11 @@ def control_options() -> Decorator:
                 "with no Final by then stops without an answer (stop reason max_steps).",
             ),
             click.option(
-                "--no-budget-hint",
-                is_flag=True,
-                help="Do not tell the model after each Observation how many steps it has left.",
+                "--budget-hint/--no-budget-hint",
+                default=False,
+                show_default=True,
+                help="Tell the model after each Observation how many steps it has left (off by default: with "
+                "the default model it made react take more steps and repeat searches, for lower exact match).",
             ),
         ]
     )

@@ -56,7 +56,7 @@ class EvalOptions:
     gpu_layers: int = 0
     tools: tuple[str, ...] = DEFAULT_TOOLS
     early_stopping: str = "generate"
-    budget_hint: bool = True
+    budget_hint: bool = False
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
 
     def __post_init__(self) -> None:
