@@ -113,15 +113,40 @@ class TermCoder:
         joined = self.analyzer.prepare(joined)
         if joined.isascii():
             triples = self._encode_ascii(joined, len(texts))
-            if triples is not None:
-                return triples
+            return triples if triples is not None else self._encode_general(joined, len(texts))
+        # Real text has a curly quote or an accent here and there: split such a batch into its ASCII documents
+        # (the fast path) and the others, unless most documents are not ASCII.
+        docs = joined.split("\x00")
+        del joined
+        ascii_rows = [i for i, doc in enumerate(docs) if doc.isascii()]
+        if 2 * len(ascii_rows) < len(docs):
+            return self._encode_general("\x00".join(docs), len(docs))
+        ascii_set = set(ascii_rows)
+        other_rows = [i for i in range(len(docs)) if i not in ascii_set]
+        parts, lengths = [], np.zeros(len(docs), np.int64)
+        for rows, fast in ((ascii_rows, True), (other_rows, False)):
+            if not rows:
+                continue
+            sub = "\x00".join([docs[i] for i in rows])
+            part = self._encode_ascii(sub, len(rows)) if fast else None
+            if part is None:
+                part = self._encode_general(sub, len(rows))
+            at = np.asarray(rows, dtype=np.int64)
+            part.docs = at[part.docs].astype(np.int32)
+            lengths[at] = self.lengths
+            parts.append(part)
+        self.lengths = lengths
+        return Triples.concat(parts)
+
+    def _encode_general(self, joined: str, n_docs: int) -> Triples:
+        """`encode_texts` by the regular expression, for any prepared batch (documents split by NUL)."""
         tokens = _BATCH_RE.findall(joined)
         del joined
         arr = np.fromiter(map(self.raw.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         del tokens
         doc = np.cumsum(arr == _BOUNDARY)
         keep = arr >= 0
-        return self._triples(arr[keep], doc[keep], len(texts))
+        return self._triples(arr[keep], doc[keep], n_docs)
 
     def _encode_ascii(self, joined: str, n_docs: int) -> Triples | None:
         """`encode_texts` for an ASCII batch, in numpy; None when it cannot be done exactly that way.

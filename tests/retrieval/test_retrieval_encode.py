@@ -107,3 +107,33 @@ def test_long_stopwords_are_dropped() -> None:
     docs = _per_doc(TermCoder(analyzer), texts)
     assert docs == _expected(analyzer, texts)
     assert docs[1] == Counter({"extraordinary": 1, "people": 1})
+
+
+mixed_texts = st.lists(
+    st.one_of(
+        st.lists(ASCII_PIECES, max_size=20).map("".join),
+        st.lists(st.one_of(ASCII_PIECES, st.sampled_from(["café", "Ünïcode", "“quoted”", "ﬁne", "İstanbul"])),
+                 max_size=20).map("".join),
+    ),
+    min_size=1,
+    max_size=20,
+)  # fmt: skip
+
+
+@SETTINGS
+@given(texts=mixed_texts, which=st.integers(0, len(ANALYZERS) - 1))
+def test_mixed_batches_give_the_analyzers_terms(texts: list[str], which: int) -> None:
+    """A batch with some non-ASCII documents: the ASCII ones take the fast path, the others the general one."""
+    analyzer = ANALYZERS[which]
+    assert _per_doc(TermCoder(analyzer), texts) == _expected(analyzer, texts)
+
+
+def test_a_mostly_ascii_batch_sends_its_ascii_documents_down_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    analyzer = Analyzer(stopwords=None)
+    coder = TermCoder(analyzer)
+    sizes = []
+    original = coder._encode_ascii
+    monkeypatch.setattr(coder, "_encode_ascii", lambda joined, n: sizes.append(n) or original(joined, n))
+    texts = ["plain words", "a café in Köln", "more plain words", "x"]
+    assert _per_doc(coder, texts) == _expected(analyzer, texts)
+    assert sizes == [3]
