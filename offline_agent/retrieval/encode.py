@@ -6,11 +6,11 @@ workers=N)`). An ASCII batch never becomes Python strings token by token: its by
 runs of letters and digits, and each token is keyed by its characters (a token of up to 8 is its own key, in
 6-bit codes; a longer one gets a hash of its 8-byte words, checked word by word against one copy of each
 distinct key, so a collision cannot merge two tokens: the batch then takes the general path). Only one token
-per distinct key goes through the analyzer. Other batches split with the regular expression and look each
-token up in a dictionary. Workers number terms in their own vocabularies and send back only the terms they
-have not sent before, so the parent merges a batch with one array lookup. Workers are started with "spawn"
-(safe beside threads, and the same on every platform), which needs the usual `if __name__ ==
-"__main__":` guard in a script that builds an index with workers.
+per distinct key goes through the analyzer. Documents that are not ASCII split with the regular expression and
+look each token up in a dictionary. Workers number terms in their own vocabularies and send back only the terms
+they have not sent before, so the parent merges a batch with one array lookup. Workers are started with "spawn"
+(safe beside threads, and the same on every platform), which needs the usual `if __name__ == "__main__":` guard
+in a script that builds an index with workers.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class RawIds(dict):
 
 
 class ShortKeys(dict):
-    """8-byte key of an ASCII token of at most 8 bytes -> what `RawIds` says for that token."""
+    """48-bit key of an ASCII token of at most 8 characters (six bits a character) -> what `RawIds` says for it."""
 
     def __init__(self, raw: RawIds) -> None:
         super().__init__()
