@@ -117,10 +117,10 @@ class TermCoder:
         # Real text has a curly quote or an accent here and there: split such a batch into its ASCII documents
         # (the fast path) and the others, unless most documents are not ASCII.
         docs = joined.split("\x00")
-        del joined
         ascii_rows = [i for i, doc in enumerate(docs) if doc.isascii()]
         if 2 * len(ascii_rows) < len(docs):
-            return self._encode_general("\x00".join(docs), len(docs))
+            return self._encode_general(joined, len(docs))
+        del joined
         ascii_set = set(ascii_rows)
         other_rows = [i for i in range(len(docs)) if i not in ascii_set]
         parts, lengths = [], np.zeros(len(docs), np.int64)
