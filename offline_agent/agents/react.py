@@ -156,8 +156,8 @@ class ReActAgent:
         return render_chat(
             self.backend.chat_template,
             messages,
-            bos_token=getattr(self.backend, "bos_text", None),
-            eos_token=getattr(self.backend, "eos_text", None),
+            bos_token=self.backend.bos_token,
+            eos_token=self.backend.eos_token,
         )
 
     def run(self, question: str, history: Sequence[Turn] = ()) -> Trajectory:

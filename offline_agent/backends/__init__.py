@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offline_agent.backends.base import Backend, TokenCallback
+from offline_agent.backends.base import Backend, BackendCapabilities, TokenCallback
 from offline_agent.backends.scripted import ScriptedBackend
 from offline_agent.errors import ConfigError
 
@@ -22,4 +22,4 @@ def load_backend(name: str, **options: Any) -> Backend:
     raise ConfigError(f"unknown backend {name!r}; choose from {sorted(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "Backend", "ScriptedBackend", "TokenCallback", "load_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendCapabilities", "ScriptedBackend", "TokenCallback", "load_backend"]

@@ -2,18 +2,33 @@
 
 `complete(prompt, *, grammar, max_tokens, stop, temperature, seed, on_token) -> Completion`: the text of one model
 turn, why it ended, and what it cost (prompt, cached and generated tokens; prompt, generation and grammar seconds).
-`chat_template` is the model's own Jinja template (None for a raw-text model) and `count_tokens` measures text
-in the model's tokens, so the loop can cut Observations and watch the context window.
+`chat_template` is the model's own Jinja template (None for a raw-text model), `bos_token` and `eos_token` are the
+special tokens a template may write (as text; None when the model has none), and `count_tokens` measures text in
+the model's tokens, so the loop can cut Observations and watch the context window. `capabilities` says what a
+backend can do beyond writing text; a metric that needs a capability the backend lacks is reported as n/a, not 0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from offline_agent.steps import Completion
 
 TokenCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BackendCapabilities:
+    """What a backend can do beyond writing text."""
+
+    # It enforces a GBNF grammar while decoding (a backend without it must not be handed a grammar silently).
+    supports_grammar: bool = False
+    # It keeps the previous prompt's tokens and reports how many it reused (Usage.cached_tokens).
+    reuses_prefix_cache: bool = False
+    # It fills Completion.rejections: where the grammar refused the model's first choice.
+    reports_rejections: bool = False
 
 
 @runtime_checkable
@@ -23,6 +38,9 @@ class Backend(Protocol):
     name: str
     context_size: int
     chat_template: str | None
+    bos_token: str | None
+    eos_token: str | None
+    capabilities: BackendCapabilities
 
     def complete(
         self,

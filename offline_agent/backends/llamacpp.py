@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from offline_agent.backends.base import TokenCallback
+from offline_agent.backends.base import BackendCapabilities, TokenCallback
 from offline_agent.backends.guided import (
     GrammarCache,
     LlamaGrammarCache,
@@ -97,7 +97,8 @@ class LlamaCppBackend:
             self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
         else:
             self.chat_template = chat_template
-        self._bos_text = self._token_text(self.llm.token_bos())
+        self.bos_token = self._token_text(self.llm.token_bos())
+        self.eos_token = self._token_text(self.llm.token_eos())
         self._grammars: dict[str, Any] = {}
         self.grammar_engine = grammar_engine
         self.jump_forward = jump_forward
@@ -109,20 +110,18 @@ class LlamaCppBackend:
         return self.llm.detokenize([token], special=True).decode("utf-8", errors="replace") or None
 
     @property
-    def bos_text(self) -> str | None:
-        """The BOS token as text, which chat templates may write at the start of a prompt."""
-        return self._bos_text
-
-    @property
-    def eos_text(self) -> str | None:
-        return self._token_text(self.llm.token_eos())
+    def capabilities(self) -> BackendCapabilities:
+        # llama-cpp-python's grammar= sampler (the reference engine) does not say where it overruled the model.
+        return BackendCapabilities(
+            supports_grammar=True, reuses_prefix_cache=True, reports_rejections=self.grammar_engine != "llama.cpp"
+        )
 
     def tokenize(self, text: str, *, prompt: bool = False) -> list[int]:
         data = text.encode("utf-8")
         if not prompt:
             return self.llm.tokenize(data, add_bos=False, special=False)
         # A template that writes the BOS text itself must not get a second BOS from the tokenizer.
-        add_bos = not (self._bos_text and text.startswith(self._bos_text))
+        add_bos = not (self.bos_token and text.startswith(self.bos_token))
         return self.llm.tokenize(data, add_bos=add_bos, special=True)
 
     def count_tokens(self, text: str) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from offline_agent.backends.base import TokenCallback
+from offline_agent.backends.base import BackendCapabilities, TokenCallback
 from offline_agent.errors import ModelError
 from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Completion, Usage
@@ -32,6 +32,11 @@ class ScriptedBackend:
     """Returns the queued outputs in order, one per call."""
 
     name = "scripted"
+    bos_token: str | None = None
+    eos_token: str | None = None
+    # It replays text, so it enforces nothing; tests of the loop's logic may still hand it grammars and queue
+    # Completions with rejections.
+    capabilities = BackendCapabilities(supports_grammar=False, reuses_prefix_cache=False, reports_rejections=True)
 
     def __init__(self, outputs: Iterable[str | Completion] = (), *, context_size: int = 4096) -> None:
         self._queue: deque[str | Completion] = deque(outputs)
