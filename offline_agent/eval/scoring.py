@@ -12,7 +12,7 @@ Definitions:
 - an invalid action: a parsed Action the tool refused (a tool error, a repeated call, lookup before search);
 - a grammar rejection: a token the model ranked first that the grammar refused (decoding took the best allowed one);
 - a prevented move: a grammar rejection where the next action was chosen, i.e. a move the agent's action graph
-  forbids (KnowAgent records them per step as `details["prevented"]`).
+  forbids (KnowAgent records them per step, KnowAgentDetails.prevented).
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ def titles_seen(steps: Iterable[Any]) -> list[str]:
     """Titles of the passages a trajectory's searches and lookups returned, in first-seen order."""
     seen: dict[str, None] = {}
     for step in steps:
-        details = step.get("details") if isinstance(step, dict) else getattr(step, "details", None)
-        for title in (details or {}).get("titles", ()):
+        if isinstance(step, dict):  # a step of a results.jsonl row, in its JSON form
+            titles = (step.get("details") or {}).get("titles") or ()
+        else:
+            titles = step.details.seen_titles if step.details is not None else ()
+        for title in titles:
             seen.setdefault(str(title), None)
     return list(seen)
 
@@ -71,8 +74,8 @@ def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = T
         "rejected_steps": rejected,
         "format_error": format_error,
         "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
-        "grammar_rejections": sum(len((step.details or {}).get("rejections", ())) for step in steps),
-        "prevented_moves": sum(int((step.details or {}).get("prevented", 0)) for step in steps),
+        "grammar_rejections": sum(len(step.details.rejections) for step in steps if step.details is not None),
+        "prevented_moves": sum(step.details.prevented_moves for step in steps if step.details is not None),
         "stop_reason": trajectory.stop_reason,
         "prompt_tokens": usage.prompt_tokens,
         "cached_tokens": usage.cached_tokens,
