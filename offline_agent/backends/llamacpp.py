@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from offline_agent.backends.base import BackendCapabilities, TokenCallback
+from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback, gbnf_of
 from offline_agent.backends.guided import (
     GrammarCache,
     LlamaGrammarCache,
@@ -30,6 +30,9 @@ from offline_agent.steps import Completion, Timings, Usage
 # "llguidance": check sampled tokens, mask only on rejection, jump forward (fast; the default).
 # "llama.cpp": llama-cpp-python's grammar= sampler, which checks the whole vocabulary at every token (reference).
 GRAMMAR_ENGINES = ("llguidance", "llama.cpp-check", "llama.cpp")
+
+# KV cache element types by name (a quantized V cache needs flash attention).
+_KV_TYPES = {"f16": "GGML_TYPE_F16", "q8_0": "GGML_TYPE_Q8_0"}
 
 # llama.cpp's own sampling defaults; temperature 0 is greedy and ignores them.
 _TOP_K = 40
@@ -67,7 +70,15 @@ class LlamaCppBackend:
         grammar_engine: str = "llguidance",
         jump_forward: bool = True,
         verbose: bool = False,
+        n_batch: int = 512,
+        n_ubatch: int = 512,
+        flash_attn: bool = False,
+        kv_type: str = "f16",
+        use_mmap: bool = True,
+        use_mlock: bool = False,
     ) -> None:
+        if kv_type not in _KV_TYPES:
+            raise ConfigError(f"unknown KV cache type {kv_type!r}; choose from {sorted(_KV_TYPES)}")
         if grammar_engine not in GRAMMAR_ENGINES:
             raise ConfigError(f"unknown grammar engine {grammar_engine!r}; choose from {sorted(GRAMMAR_ENGINES)}")
         llama_cpp = _import_llama_cpp()
@@ -84,6 +95,13 @@ class LlamaCppBackend:
                 n_gpu_layers=gpu_layers,
                 seed=seed,
                 verbose=verbose,
+                n_batch=n_batch,
+                n_ubatch=n_ubatch,
+                flash_attn=flash_attn,
+                type_k=getattr(llama_cpp, _KV_TYPES[kv_type]),
+                type_v=getattr(llama_cpp, _KV_TYPES[kv_type]),
+                use_mmap=use_mmap,
+                use_mlock=use_mlock,
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
@@ -142,7 +160,7 @@ class LlamaCppBackend:
         self,
         prompt: str,
         *,
-        grammar: str | None = None,
+        grammar: str | DecoderGrammar | None = None,
         max_tokens: int = 256,
         stop: Sequence[str] = (),
         temperature: float = 0.0,
@@ -162,7 +180,7 @@ class LlamaCppBackend:
         sampling = SamplingSettings(temperature=temperature, top_k=_TOP_K, top_p=_TOP_P, min_p=_MIN_P)
         try:
             if grammar is not None and self.grammar_engine == "llama.cpp":
-                cached = self._run_llama_grammar(tokens, grammar, sampling, seed, stream)
+                cached = self._run_llama_grammar(tokens, gbnf_of(grammar), sampling, seed, stream)
             else:
                 cached = self._run_guided(tokens, grammar, sampling, seed, stream)
         except (RuntimeError, ValueError) as exc:
@@ -176,7 +194,12 @@ class LlamaCppBackend:
         return min(cached, len(tokens) - 1)
 
     def _run_guided(
-        self, tokens: list[int], grammar: str | None, sampling: SamplingSettings, seed: int | None, stream: _Stream
+        self,
+        tokens: list[int],
+        grammar: str | DecoderGrammar | None,
+        sampling: SamplingSettings,
+        seed: int | None,
+        stream: _Stream,
     ) -> int:
         """The fast path: llguidance checks sampled tokens, masks only on rejection, and jumps forward."""
         llm = self.llm
@@ -186,6 +209,7 @@ class LlamaCppBackend:
                 check = self.grammar_engine == "llama.cpp-check"
                 self._guide = LlamaGrammarCache(llm, self._llama_cpp) if check else GrammarCache(llm)
             matcher = self._guide.matcher(grammar)
+            stream.compile_s = getattr(self._guide, "last_compile_s", 0.0)
         sampler = TokenSampler(sampling, seed)
         cached = self._reuse_prefix(tokens)
         llm.n_tokens = cached  # eval() drops the cache past this point before decoding the rest
@@ -287,6 +311,7 @@ class _Stream:
         self.started = time.perf_counter()
         self.prompt_at: float | None = None
         self.grammar_s = 0.0
+        self.compile_s = 0.0
         self.masked = 0
         self.forced = 0
         self.rejections: list[tuple[int, str]] = []
@@ -338,7 +363,12 @@ class _Stream:
             text=text,
             finish_reason=self.reason,
             usage=Usage(prompt_tokens=prompt_tokens, cached_tokens=max(cached, 0), generated_tokens=len(self.tokens)),
-            timings=Timings(prompt_s=first - self.started, generate_s=ended - first, grammar_s=self.grammar_s),
+            timings=Timings(
+                prompt_s=first - self.started,
+                generate_s=ended - first,
+                grammar_s=self.grammar_s,
+                compile_s=self.compile_s,
+            ),
             tokens=list(self.tokens),
             masked_tokens=self.masked,
             forced_tokens=self.forced,
