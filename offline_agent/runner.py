@@ -113,7 +113,8 @@ class Session:
         if not question or not question.strip():
             raise ConfigError("the question is empty")
         strategy = agent_class(self.agent)
-        registry = build_tools(self.index, agent_tools(strategy, self.tools))
+        search = (config or AgentConfig()).search_settings()
+        registry = build_tools(self.index, agent_tools(strategy, self.tools), search)
         agent = strategy(self.backend, registry, config, callbacks)
         trajectory = agent.run(question.strip(), history) if history else agent.run(question.strip())
         trajectory.corpus = self.corpus

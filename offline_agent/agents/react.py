@@ -28,10 +28,12 @@ from offline_agent import __version__
 from offline_agent.backends.base import Backend
 from offline_agent.errors import ConfigError, ContextOverflowError, StepParseError
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
+from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, agent_prompt, render_chat, scratchpad_entry
 from offline_agent.steps import Step, StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
+from offline_agent.tools.corpus import SearchSettings
 
 STOP_SEQUENCES = ("\nObservation:",)
 EARLY_STOPPING = ("generate", "force")
@@ -60,8 +62,16 @@ class AgentConfig:
     budget_hint: bool = False
     # KnowAgent's action graph (a TOML file); None: the graph shipped with the package. Other agents ignore it.
     action_graph: str | None = None
+    # The Final may only be a span of the question or an Observation, or yes/no (grounding.py); each step's
+    # grammar is rebuilt from what the run has read.
+    grounded: bool = False
+    # What a search shows (tools.corpus.SearchSettings): passages per search, head or best sentences, title boost.
+    search_k: int = 3
+    snippet: str = "head"
+    title_boost: bool = False
 
     def __post_init__(self) -> None:
+        self.search_settings()  # bad search settings fail here
         if self.early_stopping not in EARLY_STOPPING:
             raise ConfigError(f"unknown early_stopping {self.early_stopping!r}; choose from {list(EARLY_STOPPING)}")
         if self.max_steps < 1:
@@ -72,6 +82,9 @@ class AgentConfig:
             raise ConfigError("max_tokens must be at least 16")
         if not 0.0 <= self.temperature <= 5.0:
             raise ConfigError("temperature must be between 0 and 5")
+
+    def search_settings(self) -> SearchSettings:
+        return SearchSettings(k=self.search_k, snippet=self.snippet, title_boost=self.title_boost)
 
 
 @dataclass
@@ -94,6 +107,7 @@ class _RunState:
     scratchpad: str = ""
     calls: dict[str, int] = field(default_factory=dict)
     deadline: float | None = None
+    grounding: Grounding | None = None  # what the run has read, when answers must be grounded
 
 
 class ReActAgent:
@@ -128,6 +142,7 @@ class ReActAgent:
             thought_max=c.thought_max,
             argument_max=c.argument_max,
             final_max=c.final_max,
+            grounded=c.grounded,
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
@@ -173,6 +188,8 @@ class ReActAgent:
         parts = self.prompt_parts(question, turns) if turns else self.prompt_parts(question)
         trajectory = self.new_trajectory(question, parts, turns)
         state = _RunState(trajectory, deadline=started + c.max_seconds if c.max_seconds else None)
+        if c.grounded:
+            state.grounding = Grounding([question])
         prefix = self.prompt_prefix(parts)
         try:
             self._loop(state, prefix)
@@ -199,6 +216,7 @@ class ReActAgent:
             history=list(turns),
             early_stopping=c.early_stopping,
             budget_hint=c.budget_hint,
+            grounded=c.grounded,
         )
 
     def _out_of_time(self, state: Any) -> bool:
@@ -231,6 +249,8 @@ class ReActAgent:
                     self.callbacks.on_step(record)
                 return
             observation = self._act(state, record, step)
+            if state.grounding is not None and not record.tool_error:
+                state.grounding.add(observation)
             state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(index))
             if self.callbacks.on_step:
                 self.callbacks.on_step(record)
@@ -254,7 +274,14 @@ class ReActAgent:
         return "last step: give the Final answer now"
 
     def step_grammar(self, state: _RunState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
-        """The grammar and parser of step `index`; a strategy that restricts moves per step overrides this."""
+        """The grammar and parser of step `index`; a strategy that restricts moves per step overrides this.
+
+        Grounded: the grammar's Final is rebuilt from what the run has read (the parser stays the same; it checks
+        the span against `state.grounding`).
+        """
+        if state.grounding is not None:
+            spec = self.spec.final_only() if final_only else self.spec
+            return build_grammar(spec, state.grounding), self._final_parser if final_only else self._parser
         if final_only:
             return self.final_grammar, self._final_parser
         return self.grammar, self._parser
@@ -264,16 +291,19 @@ class ReActAgent:
     ) -> tuple[StepRecord, Step | None]:
         """Ask the model for one step; returns the record and the parsed step (None: the run stops)."""
         c = self.config
+        started = time.monotonic()
         grammar, parser = self.step_grammar(state, index, final_only)
         record = StepRecord(index=index, raw="", final_only=final_only)
-        started = time.monotonic()
+        if grammar.spec.grounded and c.grammar:
+            built = {"sentences": len(state.grounding or ()), "build_s": round(time.monotonic() - started, 4)}
+            record.details = {"grounding": built}
         max_tokens = c.max_tokens
         for attempt in (1, 2):
             record.attempts = attempt
             try:
                 completion = self.backend.complete(
                     prefix + state.scratchpad,
-                    grammar=grammar.gbnf if c.grammar else None,
+                    grammar=grammar if c.grammar else None,
                     max_tokens=max_tokens,
                     stop=STOP_SEQUENCES,
                     temperature=c.temperature,
@@ -297,7 +327,7 @@ class ReActAgent:
                 record.seconds = round(time.monotonic() - started, 3)
                 return record, None
             try:
-                step = parser.parse(completion.text)
+                step = parser.parse(completion.text, grounding=state.grounding)
             except StepParseError as exc:
                 record.parse_error = exc.to_dict()
                 if completion.finish_reason == "length" and attempt == 1:
@@ -309,6 +339,8 @@ class ReActAgent:
                 return record, None
             record.parse_error = None if attempt == 1 else record.parse_error
             record.thought = step.thought
+            if step.is_final and record.details and "grounding" in record.details:
+                record.details["grounding"]["refused"] = _refused_in_final(record.raw, completion.rejections)
             record.seconds = round(time.monotonic() - started, 3)
             return record, step
         raise AssertionError("unreachable")  # pragma: no cover
@@ -365,3 +397,11 @@ def _call_key(tool: str, argument: str | dict[str, Any]) -> str:
     if isinstance(argument, str):
         return f"{tool}\0{' '.join(argument.lower().split())}"
     return f"{tool}\0{json.dumps(argument, sort_keys=True)}"
+
+
+def _refused_in_final(raw: str, rejections: Sequence[tuple[int, str]]) -> int:
+    """How often the grammar refused the model's first choice inside the Final answer (grounding at work)."""
+    start = raw.find("Final: ")
+    if start < 0:
+        return 0
+    return sum(1 for offset, _ in rejections if offset >= start + len("Final: "))

@@ -19,7 +19,13 @@ import click
 
 from offline_agent.agents import AgentConfig
 from offline_agent.cli.ask import LiveView, append_trace, no_answer_line, open_session, stop_line
-from offline_agent.cli.options import action_graph_option, control_options, model_options, session_options
+from offline_agent.cli.options import (
+    action_graph_option,
+    control_options,
+    evidence_options,
+    model_options,
+    session_options,
+)
 from offline_agent.steps import Trajectory, Turn
 
 CHAT_COMMANDS = {
@@ -127,6 +133,7 @@ class ChatLoop:
 )
 @session_options()
 @control_options()
+@evidence_options()
 @action_graph_option()
 @click.option(
     "--json", "as_json", is_flag=True, help="Print each turn's whole trajectory as one JSON line instead of its answer."
@@ -153,6 +160,10 @@ def chat(
     grammar_engine: str,
     no_jump_forward: bool,
     early_stopping: str,
+    grounded: bool,
+    search_k: int,
+    snippet: str,
+    title_boost: bool,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
@@ -193,6 +204,10 @@ def chat(
         max_tokens=max_tokens,
         grammar=not no_grammar,
         early_stopping=early_stopping,
+        grounded=grounded,
+        search_k=search_k,
+        snippet=snippet,
+        title_boost=title_boost,
         budget_hint=budget_hint,
         action_graph=action_graph,
     )

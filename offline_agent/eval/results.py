@@ -49,6 +49,10 @@ COMPARED_FIELDS = (
 ADDED_FIELDS: dict[str, Any] = {
     "agent_config.early_stopping": "generate",
     "agent_config.budget_hint": False,
+    "agent_config.grounded": False,
+    "agent_config.search_k": 3,
+    "agent_config.snippet": "head",
+    "agent_config.title_boost": False,
 }
 
 
