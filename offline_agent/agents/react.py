@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -175,6 +176,12 @@ class ReActAgent:
             eos_token=self.backend.eos_token,
         )
 
+    def shared_prefix(self, parts: PromptParts) -> str:
+        """The start of the prompt that does not depend on the question: the template up to the user's message."""
+        first = self.prompt_prefix(PromptParts(system=parts.system, user="A"))
+        second = self.prompt_prefix(PromptParts(system=parts.system, user="B"))
+        return first[: len(os.path.commonprefix([first, second]))]
+
     def run(self, question: str, history: Sequence[Turn] = ()) -> Trajectory:
         """Answer one question; never raises on model output or tool failures (see the stop reason).
 
@@ -192,6 +199,7 @@ class ReActAgent:
             state.grounding = Grounding([question])
         prefix = self.prompt_prefix(parts)
         try:
+            self.backend.warm(self.shared_prefix(parts))
             self._loop(state, prefix)
         finally:
             trajectory.seconds = round(time.monotonic() - started, 3)

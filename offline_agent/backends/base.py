@@ -71,6 +71,11 @@ class Backend(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
+    def warm(self, prefix: str) -> None:
+        """Get ready for prompts that start with `prefix` (the part every question shares): a backend with a
+        prefix cache evaluates it now or loads it from an earlier run; others do nothing."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """What identifies the model in a trajectory (name, path, sha256, settings)."""
         ...

@@ -8,6 +8,7 @@ generation separately. llama-cpp-python is imported here only, with an install h
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from offline_agent.backends import prefix_cache
 from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback, gbnf_of
 from offline_agent.backends.guided import (
     GrammarCache,
@@ -106,6 +108,7 @@ class LlamaCppBackend:
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
         self._llama_cpp = llama_cpp
+        self._cache_settings = (n_batch, n_ubatch, flash_attn, kv_type)
         self.path = path
         self.model_name = model_name or path.stem
         self.sha256 = sha256
@@ -121,6 +124,50 @@ class LlamaCppBackend:
         self.grammar_engine = grammar_engine
         self.jump_forward = jump_forward
         self._guide: GrammarCache | LlamaGrammarCache | None = None
+
+    def warm(self, prefix: str) -> None:
+        """Make llama.cpp's cache hold `prefix` (the part of the prompt every question shares).
+
+        Already there: nothing to do. Else the cache saved by an earlier process for the same model, settings and
+        tokens is loaded (backends/prefix_cache.py); failing that the prefix is evaluated and saved for next time.
+        """
+        tokens = self.tokenize(prefix, prompt=True)
+        llm = self.llm
+        if len(tokens) < prefix_cache.MIN_TOKENS or len(tokens) >= self.context_size:
+            return
+        if _common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens) >= len(tokens):
+            return
+        path = prefix_cache.cache_folder() / prefix_cache.state_key(self._identity, tokens)
+        state = prefix_cache.read_state(path, tokens)
+        if state is not None and self._restore(tokens, state):
+            return
+        llm.reset()
+        llm.eval(tokens)
+        size = self._llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = self._llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buffer, size, 0)
+        if written:
+            prefix_cache.write_state(path, tokens, bytes(buffer)[:written])
+
+    def _restore(self, tokens: list[int], state: bytes) -> bool:
+        """Load a saved sequence cache for `tokens`; False (and an empty cache) when llama.cpp refuses it."""
+        llm = self.llm
+        llm.reset()
+        self._llama_cpp.llama_memory_clear(self._llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if not self._llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(state), 0):
+            self._llama_cpp.llama_memory_clear(self._llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+            return False
+        llm.input_ids[: len(tokens)] = tokens
+        llm.n_tokens = len(tokens)
+        return True
+
+    @property
+    def _identity(self) -> tuple[object, ...]:
+        """What a saved cache depends on besides its tokens."""
+        stat = self.path.stat()
+        model = self.sha256 or f"{self.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+        return (model, self._llama_cpp.__version__, self.context_size, self.gpu_layers, *self._cache_settings)
 
     def _token_text(self, token: int) -> str | None:
         if token < 0:

@@ -78,6 +78,9 @@ class ScriptedBackend:
             on_token(completion.text)
         return completion
 
+    def warm(self, prefix: str) -> None:
+        """Nothing to cache: the scripted backend evaluates no prompt."""
+
     def count_tokens(self, text: str) -> int:
         # About four characters a token, like the small BPE vocabularies this stands in for.
         return (len(text) + 3) // 4
