@@ -72,7 +72,9 @@ def test_span_language_agrees_in_python_gbnf_and_lark(grounded, answer: str, exp
 
 @settings(max_examples=150)
 @given(start=st.integers(0, 200), length=st.integers(1, 12), mutate=st.booleans())
-def test_every_span_of_the_evidence_is_accepted_and_edits_agree(grounded, start: int, length: int, mutate: bool) -> None:
+def test_every_span_of_the_evidence_is_accepted_and_edits_agree(
+    grounded, start: int, length: int, mutate: bool
+) -> None:
     """Random spans of the evidence (and spans with a word swapped) are judged alike by all three deciders."""
     grounding, gbnf, lark = grounded
     symbols = [s for text in EVIDENCE for s in tokens(text)]
