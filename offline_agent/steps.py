@@ -178,6 +178,10 @@ class Trajectory:
     early_stopping: str = "generate"
     budget_hint: bool = False
     grounded: bool = False
+    # Self-consistency (agents/consistency.py): each run's answer, stop reason, seed, temperature, seconds and steps,
+    # and the votes per normalised answer; empty for a single run.
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    votes: dict[str, int] = field(default_factory=dict)
 
     @property
     def intermediate_steps(self) -> list[tuple[Action, str]]:

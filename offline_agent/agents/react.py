@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -70,6 +70,11 @@ class AgentConfig:
     search_k: int = 3
     snippet: str = "head"
     title_boost: bool = False
+    # Final is allowed only once this many tool calls have succeeded (before the last step, which may only answer):
+    # a small model answers after its first search even when the question needs a second hop.
+    min_searches: int = 0
+    # Self-consistency: this many runs of the question (the first as configured, the others sampled) and a vote.
+    samples: int = 1
 
     def __post_init__(self) -> None:
         self.search_settings()  # bad search settings fail here
@@ -79,6 +84,10 @@ class AgentConfig:
             raise ConfigError("max_steps must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise ConfigError("max_seconds must be positive")
+        if not 1 <= self.samples <= 32:
+            raise ConfigError("samples must be between 1 and 32")
+        if self.min_searches < 0:
+            raise ConfigError("min_searches must be at least 0")
         if self.max_tokens < 16:
             raise ConfigError("max_tokens must be at least 16")
         if not 0.0 <= self.temperature <= 5.0:
@@ -147,6 +156,10 @@ class ReActAgent:
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
+        # A step before min_searches successful calls: an Action only (when the strategy has tools).
+        self._search_spec = replace(self.spec, allow_final=False) if self.spec.callable_tools else self.spec
+        self._search_grammar: StepGrammar = build_grammar(self._search_spec)
+        self._search_parser: StepParser = parser_for(self._search_spec)
         self._parser: StepParser = parser_for(self.spec)
         self._final_parser: StepParser = parser_for(self.spec.final_only())
 
@@ -287,12 +300,18 @@ class ReActAgent:
         Grounded: the grammar's Final is rebuilt from what the run has read (the parser stays the same; it checks
         the span against `state.grounding`).
         """
+        if not final_only and self._searches(state) < self.config.min_searches:
+            return self._search_grammar, self._search_parser
         if state.grounding is not None:
             spec = self.spec.final_only() if final_only else self.spec
             return build_grammar(spec, state.grounding), self._final_parser if final_only else self._parser
         if final_only:
             return self.final_grammar, self._final_parser
         return self.grammar, self._parser
+
+    def _searches(self, state: _RunState) -> int:
+        """Tool calls of this run that succeeded."""
+        return sum(1 for step in state.trajectory.steps if step.action is not None and not step.tool_error)
 
     def _generate_step(
         self, state: _RunState, prefix: str, index: int, final_only: bool

@@ -90,6 +90,21 @@ def control_options() -> Decorator:
                 "yes/no): each step's grammar is rebuilt from what the run has read.",
             ),
             click.option(
+                "--min-searches",
+                type=click.IntRange(0, 10),
+                default=0,
+                show_default=True,
+                help="Final is allowed only after this many successful tool calls (the last step may always answer).",
+            ),
+            click.option(
+                "--samples",
+                type=click.IntRange(1, 32),
+                default=1,
+                show_default=True,
+                help="Self-consistency: run the question this many times (the first run as configured, the others "
+                "sampled at temperature 0.7) and answer what most runs answered. Costs that many runs.",
+            ),
+            click.option(
                 "--budget-hint/--no-budget-hint",
                 default=False,
                 show_default=True,
@@ -161,7 +176,7 @@ def evidence_options() -> Decorator:
                 default="head",
                 show_default=True,
                 help="What a search shows of each passage: its head (first 600 characters), or its first sentence "
-                "and the sentence that best matches the query.",
+                "and the two that best match the query.",
             ),
             click.option(
                 "--title-boost/--no-title-boost",

@@ -53,6 +53,8 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.search_k": 3,
     "agent_config.snippet": "head",
     "agent_config.title_boost": False,
+    "agent_config.min_searches": 0,
+    "agent_config.samples": 1,
 }
 
 

@@ -61,6 +61,8 @@ class EvalOptions:
     search_k: int = 3
     snippet: str = "head"
     title_boost: bool = False
+    min_searches: int = 0
+    samples: int = 1
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
 
     def __post_init__(self) -> None:
@@ -83,6 +85,8 @@ class EvalOptions:
             search_k=self.search_k,
             snippet=self.snippet,
             title_boost=self.title_boost,
+            min_searches=self.min_searches,
+            samples=self.samples,
             action_graph=self.action_graph,
         )
 

@@ -18,11 +18,14 @@ def default_tool_specs() -> tuple[ToolSpec, ...]:
 
 
 def build_tools(
-    index: object | None, names: tuple[str, ...] = DEFAULT_TOOLS, search: SearchSettings | None = None
+    index: object | None,
+    names: tuple[str, ...] = DEFAULT_TOOLS,
+    search: SearchSettings | None = None,
+    question: str = "",
 ) -> ToolRegistry:
     """A fresh registry of built-in tools by name, over `index` (a new session: no state from earlier runs);
-    `search` says what a search shows (default: SearchSettings())."""
-    session = CorpusSession(index=index, settings=search or SearchSettings())
+    `search` says what a search shows (default: SearchSettings()), `question` is the run's question."""
+    session = CorpusSession(index=index, settings=search or SearchSettings(), question=question)
     available = {
         "search": SearchTool(session),
         "lookup": LookupTool(session),

@@ -43,7 +43,7 @@ class SearchSettings:
 
     k: int = SEARCH_K
     snippet: str = "head"
-    sentences: int = 2
+    sentences: int = 3
     title_boost: bool = False
 
     def __post_init__(self) -> None:
@@ -63,6 +63,7 @@ class CorpusSession:
 
     index: Any
     settings: SearchSettings = field(default_factory=SearchSettings)
+    question: str = ""  # the question of the run: "sentences" snippets favour sentences that bear on it too
     document_title: str | None = None
     sentences: list[str] = field(default_factory=list)
     cursors: dict[str, int] = field(default_factory=dict)
@@ -143,8 +144,9 @@ class SearchTool(_ThreadDetails):
             return f"No passage matches {query!r}. Try other keywords."
         session.focus(passages[0])
         if settings.snippet == "sentences":
-            terms = set(session.index.analyzer.tokens(query))
-            texts = [_best_sentences(p.text, terms, settings.sentences, session.index.analyzer) for p in passages]
+            analyzer = session.index.analyzer
+            wanted = (set(analyzer.tokens(query)), set(analyzer.tokens(session.question)))
+            texts = [_best_sentences(p.text, wanted, settings.sentences, analyzer) for p in passages]
         else:
             texts = [_clip(p.text, PASSAGE_CHARS) for p in passages]
         lines = (f"[{rank}] {p.title}: {text}" for rank, (p, text) in enumerate(zip(passages, texts, strict=True), 1))
@@ -344,15 +346,18 @@ def _bare_title(title: str) -> str:
     return re.sub(r"\s*\([^)]*\)\s*$", "", title) or title
 
 
-def _best_sentences(text: str, terms: set[str], count: int, analyzer: Any) -> str:
-    """The first sentence of `text` and the count - 1 others sharing the most query terms, in text order."""
+def _best_sentences(text: str, wanted: tuple[set[str], set[str]], count: int, analyzer: Any) -> str:
+    """The first sentence of `text` and the count - 1 others that share the most terms with the query (first) and
+    the question (to break ties), in text order."""
     from offline_agent.retrieval import split_sentences
 
     sentences = [" ".join(text[start:end].split()) for start, end in split_sentences(text)]
     if len(sentences) <= count:
         return " ".join(sentences)
-    overlap = [len(terms & set(analyzer.tokens(sentence))) for sentence in sentences]
-    rest = sorted(range(1, len(sentences)), key=lambda i: (-overlap[i], i))[: count - 1]
+    query, question = wanted
+    terms = [set(analyzer.tokens(sentence)) for sentence in sentences]
+    overlap = [(len(query & t), len(question & t)) for t in terms]
+    rest = sorted(range(1, len(sentences)), key=lambda i: (-overlap[i][0], -overlap[i][1], i))[: count - 1]
     chosen = sorted([0, *rest])
     out = []
     for position, index in enumerate(chosen):
