@@ -53,6 +53,18 @@ def tokens(text: str) -> list[_Symbol]:
     return out
 
 
+_LISTED = re.compile(r"^\[\d+\] ([^\n]{1,300}?): ", re.MULTILINE)
+
+
+def _pieces(text: str) -> list[str]:
+    """`text` cut before and after each `[n] Title: ` head: titles and texts as separate pieces."""
+    pieces, at = [], 0
+    for match in _LISTED.finditer(text):
+        pieces += [text[at : match.start()], match.group(1)]
+        at = match.end()
+    return [*pieces, text[at:]]
+
+
 @dataclass
 class _State:
     length: int = 0
@@ -80,8 +92,16 @@ class Grounding:
         return self._digest.copy().hexdigest()
 
     def add(self, text: str) -> None:
-        """Read `text`: each of its sentences becomes a source of spans."""
+        """Read `text`: each of its sentences becomes a source of spans.
+
+        A line in the search tool's form, `[n] Title: text`, gives its title and its text separately, so a span
+        never runs from a title into the passage ("Edgar Kaiser Sr.: Edgar Fosburgh Kaiser ...").
+        """
         self._digest.update(text.encode("utf-8") + b"\0")
+        for piece in _pieces(text):
+            self._add_sentences(piece)
+
+    def _add_sentences(self, text: str) -> None:
         for start, end in split_sentences(text):
             symbols = tokens(text[start:end])
             if not any(symbol.is_word for symbol in symbols):

@@ -37,6 +37,8 @@ from offline_agent.tools.base import ToolRegistry
 from offline_agent.tools.corpus import SearchSettings
 
 STOP_SEQUENCES = ("\nObservation:",)
+# Tools that bring new documents into the run (min_searches counts these).
+SEARCH_TOOLS = ("search", "retrieve")
 EARLY_STOPPING = ("generate", "force")
 # Earlier answered turns a chat shows by default (ReActAgent.context_for).
 CONTEXT_TURNS = 3
@@ -70,8 +72,9 @@ class AgentConfig:
     search_k: int = 3
     snippet: str = "head"
     title_boost: bool = False
-    # Final is allowed only once this many tool calls have succeeded (before the last step, which may only answer):
-    # a small model answers after its first search even when the question needs a second hop.
+    # Final is allowed only once this many searches have succeeded, and until then only a search may be written
+    # (the last step may still only answer): a small model answers after its first search even when the question
+    # needs a second hop.
     min_searches: int = 0
     # Self-consistency: this many runs of the question (the first as configured, the others sampled) and a vote.
     samples: int = 1
@@ -116,6 +119,8 @@ class _RunState:
     trajectory: Trajectory
     scratchpad: str = ""
     calls: dict[str, int] = field(default_factory=dict)
+    # What each stateful call (lookup) last returned: the same call returning the same text again is a repeat.
+    returned: dict[str, tuple[int, str]] = field(default_factory=dict)
     deadline: float | None = None
     grounding: Grounding | None = None  # what the run has read, when answers must be grounded
 
@@ -156,8 +161,9 @@ class ReActAgent:
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
-        # A step before min_searches successful calls: an Action only (when the strategy has tools).
-        self._search_spec = replace(self.spec, allow_final=False) if self.spec.callable_tools else self.spec
+        # A step before min_searches successful searches: a search only (when the strategy can search).
+        finders = tuple(t.name for t in self.spec.callable_tools if t.name in SEARCH_TOOLS)
+        self._search_spec = replace(self.spec, allow_final=False, allowed_tools=finders) if finders else self.spec
         self._search_grammar: StepGrammar = build_grammar(self._search_spec)
         self._search_parser: StepParser = parser_for(self._search_spec)
         self._parser: StepParser = parser_for(self.spec)
@@ -310,8 +316,9 @@ class ReActAgent:
         return self.grammar, self._parser
 
     def _searches(self, state: _RunState) -> int:
-        """Tool calls of this run that succeeded."""
-        return sum(1 for step in state.trajectory.steps if step.action is not None and not step.tool_error)
+        """Searches (search or retrieve calls) of this run that succeeded."""
+        steps = state.trajectory.steps
+        return sum(1 for step in steps if step.action in SEARCH_TOOLS and not step.tool_error)
 
     def _generate_step(
         self, state: _RunState, prefix: str, index: int, final_only: bool
@@ -379,27 +386,38 @@ class ReActAgent:
         record.action = action.tool
         record.argument = action.argument
         tool = self.tools.get(action.tool) if action.tool in self.tools else None
-        # A stateful tool (lookup walks through matches) may rightly be called twice with the same argument.
-        key = None if getattr(tool, "is_stateful", False) else _call_key(action.tool, action.argument)
-        if key is not None and key in state.calls:
-            record.observation = (
-                f"You already ran {action.render()} at step {state.calls[key] + 1}; its result is above. "
-                "Use different keywords, another tool, or give the Final answer."
-            )
-            record.tool_error = True
-            return record.observation
+        # A stateful tool (lookup walks through matches) may rightly be called twice with the same argument; it is
+        # a repeat only when it returns what it returned last time (a keyword with no further match, say).
+        stateful = getattr(tool, "is_stateful", False)
+        call = _call_key(action.tool, action.argument)
+        if not stateful and call in state.calls:
+            return self._repeat(record, action, state.calls[call])
         if self.callbacks.on_tool_start:
             self.callbacks.on_tool_start(action.tool, action.argument)
         result = self.tools.run(action.tool, action.argument)
+        if stateful:
+            earlier = state.returned.get(call)
+            state.returned[call] = (record.index, result.observation)
+            if earlier is not None and earlier[1] == result.observation:
+                return self._repeat(record, action, earlier[0])
         record.tool_error = result.is_error
-        if key is not None and not result.is_error:
-            state.calls[key] = record.index
+        if not stateful and not result.is_error:
+            state.calls[call] = record.index
         details = getattr(tool, "last_details", None)
         if details:
             record.details = {**(record.details or {}), **details}
         record.observation = self._fit(result.observation)
         if self.callbacks.on_tool_end:
             self.callbacks.on_tool_end(action.tool, action.argument, record.observation, result.is_error)
+        return record.observation
+
+    def _repeat(self, record: StepRecord, action: Any, earlier: int) -> str:
+        """The Observation of a call that would only repeat step `earlier`'s result."""
+        record.observation = (
+            f"You already ran {action.render()} at step {earlier + 1}; its result is above. "
+            "Use different keywords, another tool, or give the Final answer."
+        )
+        record.tool_error = True
         return record.observation
 
     def _fit(self, text: str, budget: int | None = None) -> str:

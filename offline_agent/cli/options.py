@@ -94,7 +94,8 @@ def control_options() -> Decorator:
                 type=click.IntRange(0, 10),
                 default=0,
                 show_default=True,
-                help="Final is allowed only after this many successful tool calls (the last step may always answer).",
+                help="Final is allowed only after this many successful searches, and until then only search may be "
+                "called (the last step may always answer).",
             ),
             click.option(
                 "--samples",
