@@ -32,11 +32,13 @@ from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, agent_prompt, render_chat, scratchpad_entry
-from offline_agent.steps import Step, StepRecord, Trajectory, Turn
+from offline_agent.steps import Action, Step, StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
 from offline_agent.tools.corpus import SearchSettings
 
 STOP_SEQUENCES = ("\nObservation:",)
+# The Thought of the first_search step.
+OPENING_THOUGHT = "First I search for the question itself."
 # Tools that bring new documents into the run (min_searches counts these).
 SEARCH_TOOLS = ("search", "retrieve")
 EARLY_STOPPING = ("generate", "force")
@@ -78,6 +80,9 @@ class AgentConfig:
     min_searches: int = 0
     # Self-consistency: this many runs of the question (the first as configured, the others sampled) and a vote.
     samples: int = 1
+    # The run opens with a search for the question itself, written by the agent, not the model: with BM25 the whole
+    # question finds the supporting passages better than the keywords a small model picks.
+    first_search: bool = False
 
     def __post_init__(self) -> None:
         self.search_settings()  # bad search settings fail here
@@ -256,7 +261,8 @@ class ReActAgent:
     def _loop(self, state: _RunState, prefix: str) -> None:
         c = self.config
         trajectory = state.trajectory
-        for index in range(c.max_steps):
+        start = 1 if self._open_with_search(state) else 0
+        for index in range(start, c.max_steps):
             if self._out_of_time(state):
                 return
             final_only = self._final_only(index)
@@ -282,6 +288,28 @@ class ReActAgent:
             if self.callbacks.on_step:
                 self.callbacks.on_step(record)
         trajectory.stop_reason = "max_steps"
+
+    def _open_with_search(self, state: _RunState) -> bool:
+        """The first_search step: search[the question], as if the model had written it; False when not configured
+        (or there is no search tool, or only one step, which must answer)."""
+        c = self.config
+        if not (c.first_search and self.uses_tools and "search" in self.tools and c.max_steps > 1):
+            return False
+        question = " ".join(state.trajectory.question.replace("[", "(").replace("]", ")").split())
+        action = Action("search", question)
+        raw = (f"Thought: {OPENING_THOUGHT}\n" if self.uses_thought else "") + f"Action: {action.render()}"
+        if self.callbacks.on_step_start:
+            self.callbacks.on_step_start(0, False)
+        record = StepRecord(index=0, raw=raw, thought=OPENING_THOUGHT if self.uses_thought else None)
+        record.details = {"opening": True}
+        state.trajectory.steps.append(record)
+        observation = self._act(state, record, Step(thought=record.thought, action=action))
+        if state.grounding is not None and not record.tool_error:
+            state.grounding.add(observation)
+        state.scratchpad += scratchpad_entry(raw, observation, self.budget_note(0))
+        if self.callbacks.on_step:
+            self.callbacks.on_step(record)
+        return True
 
     def _final_only(self, index: int) -> bool:
         """Whether step `index` may only be Final: the last allowed step, when early stopping generates."""

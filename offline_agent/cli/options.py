@@ -90,6 +90,12 @@ def control_options() -> Decorator:
                 "yes/no): each step's grammar is rebuilt from what the run has read.",
             ),
             click.option(
+                "--first-search/--no-first-search",
+                default=False,
+                show_default=True,
+                help="Open every run with a search for the question itself (written by the agent, not the model).",
+            ),
+            click.option(
                 "--min-searches",
                 type=click.IntRange(0, 10),
                 default=0,

@@ -55,6 +55,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.title_boost": False,
     "agent_config.min_searches": 0,
     "agent_config.samples": 1,
+    "agent_config.first_search": False,
 }
 
 

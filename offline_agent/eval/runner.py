@@ -63,6 +63,7 @@ class EvalOptions:
     title_boost: bool = False
     min_searches: int = 0
     samples: int = 1
+    first_search: bool = False
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
 
     def __post_init__(self) -> None:
@@ -87,6 +88,7 @@ class EvalOptions:
             title_boost=self.title_boost,
             min_searches=self.min_searches,
             samples=self.samples,
+            first_search=self.first_search,
             action_graph=self.action_graph,
         )
 
