@@ -44,9 +44,8 @@ def test_min_searches_offers_only_search_until_met(tiny_index) -> None:
 
 
 def test_min_searches_never_blocks_the_last_step(tiny_index) -> None:
-    trajectory, backend = _run(
-        tiny_index, ["Thought: x\nAction: search[Marie Curie]", "Thought: y\nFinal: Warsaw"], min_searches=3, max_steps=2
-    )
+    outputs = ["Thought: x\nAction: search[Marie Curie]", "Thought: y\nFinal: Warsaw"]
+    trajectory, backend = _run(tiny_index, outputs, min_searches=3, max_steps=2)
     assert GbnfChecker(backend.calls[1].grammar).accepts("Thought: y\nFinal: Warsaw\n")
     assert trajectory.answer == "Warsaw"
 
@@ -62,7 +61,8 @@ def test_a_lookup_that_returns_the_same_nothing_again_is_a_refused_repeat(tiny_i
         ],
     )
     assert not trajectory.steps[1].tool_error
-    assert trajectory.steps[2].tool_error and "You already ran lookup[Lyon] at step 2" in trajectory.steps[2].observation
+    assert trajectory.steps[2].tool_error
+    assert "You already ran lookup[Lyon] at step 2" in trajectory.steps[2].observation
 
 
 def test_grounded_final_is_rebuilt_from_what_was_read_and_recorded(tiny_index) -> None:
