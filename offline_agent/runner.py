@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.consistency import run_samples
+from offline_agent.agents.scope import check_scope, refusal
 from offline_agent.errors import ConfigError
 from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Trajectory, Turn
@@ -86,6 +87,40 @@ def open_index(corpus: str | Path | None) -> tuple[Any, str]:
     return open_corpus(target), str(target)
 
 
+SCOPE_FILE = "scope.txt"
+
+
+def corpus_scope(corpus: str | Path | None) -> str | None:
+    """The scope stored with a corpus: the sample corpus's own, or an index's scope.txt (`index --scope`)."""
+    from offline_agent.agents.scope import read_scope
+    from offline_agent.resources import data_path
+    from offline_agent.retrieval import index_path
+    from offline_agent.retrieval.storage import is_index_dir
+
+    if corpus in (None, ""):
+        path = data_path(f"corpora/sample/{SCOPE_FILE}")
+    else:
+        folder = Path(str(corpus)).expanduser()
+        if not is_index_dir(folder):
+            try:
+                folder = index_path(str(corpus))
+            except Exception:  # not an index name: a folder or file of documents has no stored scope
+                return None
+        path = folder / SCOPE_FILE
+    return read_scope(str(path)) if path.is_file() else None
+
+
+def save_scope(index_folder: Path, scope: str) -> None:
+    """Keep `scope` with the index in `index_folder` (written atomically)."""
+    import os
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=index_folder, prefix=".scope-")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(scope + "\n")
+    os.replace(temporary, index_folder / SCOPE_FILE)
+
+
 def agent_tools(agent: str | type[ReActAgent], tools: Sequence[str] = DEFAULT_TOOLS) -> tuple[str, ...]:
     """The tools a run of `agent` gets: `tools`, then the built-in tools the strategy requires (KnowAgent's
     retrieve) that are not among them."""
@@ -123,7 +158,35 @@ class Session:
             agent = strategy(self.backend, tools, run_config, callbacks)
             return agent.run(question, history) if history else agent.run(question)
 
+        verdict = None
+        if config.scope:
+            verdict = check_scope(question, config.scope, self.index, self.backend, seed=config.seed)
+            if not verdict.in_scope:
+                return self._refused(strategy, config, question, verdict)
         many = config.samples > 1
         trajectory = run_samples(run, config, config.samples, question, history) if many else run(config)
+        if verdict is not None:
+            trajectory.scope = _scope_entry(verdict)
         trajectory.corpus = self.corpus
         return trajectory
+
+    def _refused(self, strategy: type[ReActAgent], config: AgentConfig, question: str, verdict: Any) -> Trajectory:
+        """The trajectory of a question refused as out of scope: the check is its only step, the refusal its answer."""
+        tools = build_tools(self.index, agent_tools(strategy, self.tools), config.search_settings(), question)
+        agent = strategy(self.backend, tools, config)
+        trajectory = agent.new_trajectory(question, agent.prompt_parts(question), [])
+        verdict.record.final = refusal(config.scope or "")
+        trajectory.steps = [verdict.record]
+        trajectory.answer = verdict.record.final
+        trajectory.stop_reason = "out_of_scope"
+        trajectory.seconds = verdict.record.seconds
+        trajectory.scope = _scope_entry(verdict)
+        trajectory.corpus = self.corpus
+        return trajectory
+
+
+def _scope_entry(verdict: Any) -> dict[str, Any]:
+    """What a trajectory keeps of its scope check."""
+    entry = dict((verdict.record.details or {}).get("scope", {}))
+    entry.update(in_scope=verdict.in_scope, usage=asdict(verdict.record.usage), seconds=verdict.record.seconds)
+    return entry

@@ -11,19 +11,23 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from offline_agent.agents import AgentCallbacks, AgentConfig
+from offline_agent.agents.scope import read_scope
 from offline_agent.cli.options import (
     action_graph_option,
     control_options,
     evidence_options,
     model_options,
+    scope_option,
     session_options,
 )
 from offline_agent.errors import ConfigError, OfflineAgentError
+from offline_agent.runner import corpus_scope
 from offline_agent.steps import Action, StepRecord, Trajectory
 
 if TYPE_CHECKING:
     from offline_agent.runner import Session
 EXIT_NO_ANSWER = 3
+EXIT_OUT_OF_SCOPE = 5  # the question is outside the corpus's scope: the refusal is printed as the answer
 
 
 class LiveView:
@@ -125,6 +129,7 @@ def append_trace(path: Path, trajectory: Trajectory) -> None:
 @session_options()
 @control_options()
 @evidence_options()
+@scope_option()
 @action_graph_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
@@ -157,6 +162,7 @@ def ask(
     search_k: int,
     snippet: str,
     title_boost: bool,
+    scope: str | None,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
@@ -168,7 +174,8 @@ def ask(
 
     Each step (Thought, then Action or Final) is printed on stderr as it is written, with the tool's
     Observation; the answer goes to stdout. Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
-    stopped without an answer (max steps, timeout, or a step the parser rejected).
+    stopped without an answer (max steps, timeout, or a step the parser rejected), 5 the question is outside
+    the corpus's scope (--scope; the refusal is printed as the answer).
     """
     if not question.strip():
         raise ConfigError("the question is empty")
@@ -187,6 +194,7 @@ def ask(
         search_k=search_k,
         snippet=snippet,
         title_boost=title_boost,
+        scope=read_scope(scope) if scope is not None else corpus_scope(corpus),
         budget_hint=budget_hint,
         action_graph=action_graph,
     )
@@ -222,6 +230,8 @@ def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool) -> 
         click.echo(trajectory.answer)
     if not quiet:
         click.echo("\n" + stop_line(trajectory), err=True)
+    if trajectory.stop_reason == "out_of_scope":
+        raise SystemExit(EXIT_OUT_OF_SCOPE)
     if trajectory.stop_reason != "final":
         click.echo(no_answer_line(trajectory), err=True)
         raise SystemExit(EXIT_NO_ANSWER)

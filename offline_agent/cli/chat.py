@@ -18,14 +18,17 @@ from typing import Any
 import click
 
 from offline_agent.agents import AgentConfig
+from offline_agent.agents.scope import read_scope
 from offline_agent.cli.ask import LiveView, append_trace, no_answer_line, open_session, stop_line
 from offline_agent.cli.options import (
     action_graph_option,
     control_options,
     evidence_options,
     model_options,
+    scope_option,
     session_options,
 )
+from offline_agent.runner import corpus_scope
 from offline_agent.steps import Trajectory, Turn
 
 CHAT_COMMANDS = {
@@ -134,6 +137,7 @@ class ChatLoop:
 @session_options()
 @control_options()
 @evidence_options()
+@scope_option()
 @action_graph_option()
 @click.option(
     "--json", "as_json", is_flag=True, help="Print each turn's whole trajectory as one JSON line instead of its answer."
@@ -167,6 +171,7 @@ def chat(
     search_k: int,
     snippet: str,
     title_boost: bool,
+    scope: str | None,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
@@ -214,6 +219,7 @@ def chat(
         search_k=search_k,
         snippet=snippet,
         title_boost=title_boost,
+        scope=read_scope(scope) if scope is not None else corpus_scope(corpus),
         budget_hint=budget_hint,
         action_graph=action_graph,
     )

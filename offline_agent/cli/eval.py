@@ -14,7 +14,14 @@ from typing import Any
 import click
 
 from offline_agent.agents import AGENTS
-from offline_agent.cli.options import action_graph_option, control_options, evidence_options, model_options
+from offline_agent.agents.scope import read_scope
+from offline_agent.cli.options import (
+    action_graph_option,
+    control_options,
+    evidence_options,
+    model_options,
+    scope_option,
+)
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -141,6 +148,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 )
 @control_options()
 @evidence_options()
+@scope_option()
 @action_graph_option()
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
 @click.option(
@@ -176,6 +184,7 @@ def eval_command(
     search_k: int,
     snippet: str,
     title_boost: bool,
+    scope: str | None,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
@@ -229,6 +238,7 @@ def eval_command(
         search_k=search_k,
         snippet=snippet,
         title_boost=title_boost,
+        scope=read_scope(scope),
         budget_hint=budget_hint,
         action_graph=action_graph,
     )

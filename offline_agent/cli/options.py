@@ -195,6 +195,18 @@ def evidence_options() -> Decorator:
     )
 
 
+def scope_option() -> Decorator:
+    """--scope: what the corpus is about; questions outside it are refused before any search."""
+    return click.option(
+        "--scope",
+        metavar="TEXT_OR_FILE",
+        default=None,
+        help="What the documents are about (text, or a file holding it): a question outside it gets a short refusal "
+        "(stop reason out_of_scope) before any search. Default: the scope stored with the index (`index --scope`) or "
+        "the sample corpus's; --scope '' turns the check off.",
+    )
+
+
 def action_graph_option() -> Decorator:
     """--action-graph: knowagent's action graph file."""
     return click.option(

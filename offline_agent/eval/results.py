@@ -56,6 +56,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.min_searches": 0,
     "agent_config.samples": 1,
     "agent_config.first_search": False,
+    "agent_config.scope": None,
 }
 
 

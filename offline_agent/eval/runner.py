@@ -64,6 +64,7 @@ class EvalOptions:
     min_searches: int = 0
     samples: int = 1
     first_search: bool = False
+    scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
 
     def __post_init__(self) -> None:
@@ -89,6 +90,7 @@ class EvalOptions:
             min_searches=self.min_searches,
             samples=self.samples,
             first_search=self.first_search,
+            scope=self.scope,
             action_graph=self.action_graph,
         )
 
