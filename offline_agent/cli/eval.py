@@ -240,17 +240,30 @@ def eval_command(
     "--out",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("report"),
-    show_default=True,
-    help="Folder for report.md, report.json and the PNG plots.",
+    default=None,
+    help="Folder for report.md, report.json and the PNG plots [default: report, unless only --html is asked for].",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write one self-contained HTML file (no network needed): the table, the plots and every question "
+    "of every run with its trajectory, filters, and two runs side by side.",
 )
 @click.option("--no-plots", is_flag=True, help="Write the tables only (no matplotlib needed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs' summaries as JSON instead of the table.")
-def report(runs: tuple[Path, ...], out: Path, no_plots: bool, as_json: bool) -> None:
-    """Compare run folders: write OUT/report.md with a table and plots, and print the table.
+def report(runs: tuple[Path, ...], out: Path | None, html_path: Path | None, no_plots: bool, as_json: bool) -> None:
+    """Compare run folders: write OUT/report.md with a table and plots (and --html FILE), and print the table.
 
     Each run's figures are recomputed from its results.jsonl. The plots (EM and F1 by question type and level,
     steps and seconds per question, format errors) need matplotlib: pip install 'offline-agent[report]'.
+
+    \b
+    Examples:
+      offline-agent report runs/A runs/B --out report/
+      offline-agent report runs/A runs/B --html report.html    # open it in any browser, offline
     """
     from offline_agent.eval.report import comparison_table, load_run, markdown_table, unique_names, write_report
 
@@ -259,12 +272,22 @@ def report(runs: tuple[Path, ...], out: Path, no_plots: bool, as_json: bool) -> 
 
         require_matplotlib()
     loaded = unique_names([load_run(path) for path in runs])
-    path, images = write_report(loaded, out, plots=not no_plots)
+    if out is None and html_path is None:
+        out = Path("report")
+    if out is not None:
+        path, images = write_report(loaded, out, plots=not no_plots)
+    if html_path is not None:
+        from offline_agent.eval.html_report import write_html
+
+        write_html(loaded, html_path, plots=not no_plots)
     if as_json:
         click.echo(json.dumps({run.name: run.summary for run in loaded}, indent=2, sort_keys=True))
     else:
         click.echo(markdown_table(*comparison_table(loaded)))
-    click.echo(f"report: {path}" + (f" ({len(images)} plots)" if images else ""), err=True)
+    if out is not None:
+        click.echo(f"report: {path}" + (f" ({len(images)} plots)" if images else ""), err=True)
+    if html_path is not None:
+        click.echo(f"html report: {html_path} ({html_path.stat().st_size / 1e6:.1f} MB)", err=True)
 
 
 COMMANDS = [eval_command, report]
