@@ -92,18 +92,20 @@ def control_options() -> Decorator:
     )
 
 
-def session_options() -> Decorator:
-    """The corpus, the strategy, and the llama.cpp settings of a session that answers questions (ask, chat)."""
+def session_options(*, corpus: bool = True) -> Decorator:
+    """The corpus (unless `corpus` is False: `mcp` takes --index), the strategy, and the llama.cpp settings of a
+    session that answers questions (ask, chat, mcp)."""
     from offline_agent.agents import AGENTS
 
+    corpus_option = click.option(
+        "--corpus",
+        "-c",
+        metavar="DIR_OR_INDEX",
+        help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
+    )
     return _stack(
         [
-            click.option(
-                "--corpus",
-                "-c",
-                metavar="DIR_OR_INDEX",
-                help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
-            ),
+            *([corpus_option] if corpus else []),
             click.option(
                 "--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy."
             ),
