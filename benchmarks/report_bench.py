@@ -29,10 +29,11 @@ from offline_agent.eval.scoring import result_row
 from offline_agent.steps import StepRecord, Trajectory, Usage
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-WORDS = (
+_VOCABULARY = (
     "river city born film director album band novel station county war prize museum island bridge tower "
     "painter singer league season party minister village empire railway castle festival magazine"
-).split()
+)
+WORDS = _VOCABULARY.split()
 
 
 def _text(rng: random.Random, words: int) -> str:

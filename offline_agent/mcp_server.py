@@ -18,6 +18,7 @@ corrupt the protocol stream.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -179,6 +180,7 @@ class OfflineAgentTools:
         if self._backend is None:
             from offline_agent.runner import load_llama_backend
 
+            print(f"offline-agent mcp: loading the model ({self.settings.model or 'default'})", file=sys.stderr)
             self._backend = load_llama_backend(self.settings.model, **self.settings.backend)
         return self._backend
 
@@ -190,6 +192,7 @@ def build_server(tools: OfflineAgentTools) -> Any:
 
     server = server_class(
         name="offline-agent",
+        log_level="WARNING",  # the SDK logs every failed call at INFO; the client gets the error anyway
         version=__version__,
         instructions="Search the user's local document indexes (BM25) and ask a local agent about them. "
         "Nothing leaves the machine. Call list_indexes to see what can be searched.",

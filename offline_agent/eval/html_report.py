@@ -16,6 +16,7 @@ prevented moves, tokens, seconds, the strategy's details); the raw model text on
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import os
@@ -273,6 +274,7 @@ def write_html(runs: Sequence[RunData], path: str | Path, *, plots: bool = True)
         temporary.write_text(render_html(runs, images, notes), encoding="utf-8")
         os.replace(temporary, path)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
         raise ResultsError(f"cannot write the HTML report {path}: {exc.strerror or exc}") from None
     return path, notes
