@@ -92,9 +92,15 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     seconds = summary["seconds_per_question"]
     tokens = summary["tokens"]
     stops = ", ".join(f"{reason} {count}" for reason, count in summary["stop_reasons"].items() if count)
+    facts = (
+        f"  SP EM {_pct(summary['sp_em'])} F1 {_pct(summary['sp_f1'])}  joint EM {_pct(summary['joint_em'])} "
+        f"F1 {_pct(summary['joint_f1'])}"
+        if summary.get("sp_questions")
+        else ""
+    )
     return [
         f"questions {summary['questions']}  EM {_pct(summary['em'])}  F1 {_pct(summary['f1'])}  "
-        f"support recall {_pct(summary['support_recall'])}",
+        f"support recall {_pct(summary['support_recall'])}{facts}",
         f"format: rejected steps {_pct(fmt['rejected_step_rate'])}%  format-error runs "
         f"{_pct(fmt['format_error_run_rate'])}%  invalid actions {fmt['invalid_actions']} of {fmt['actions']}",
         f"cost: steps/question {_num(summary['steps_per_question']['mean'])}  seconds/question median "
