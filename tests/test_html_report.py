@@ -55,9 +55,12 @@ def report(cli, *args: str):  # noqa: F811
 
 
 def embedded(page: str) -> dict:
-    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
-    assert match, "no embedded data"
-    return json.loads(match.group(1))
+    """The table's JSON block, with the trajectories of their own blocks put back as "traj"."""
+    blocks = dict(re.findall(r'<script type="application/json" id="([^"]+)">(.*?)</script>', page, re.S))
+    data = json.loads(blocks.pop("report-data"))
+    data["traj"] = [json.loads(blocks.pop(f"t{number}")) for number in range(len(data["rows"]))]
+    assert not blocks
+    return data
 
 
 def test_one_self_contained_file(cli, runs: list[Path], tmp_path: Path) -> None:  # noqa: F811
@@ -69,8 +72,9 @@ def test_one_self_contained_file(cli, runs: list[Path], tmp_path: Path) -> None:
     # nothing is fetched: no external URLs, no src or href that leaves the file, a policy that forbids it
     assert not re.search(r"""(src|href)\s*=\s*["']?(?!data:|#)[a-z]+:""", page, re.I)
     assert "default-src 'none'" in page and page.count("<img") == 4  # the four plots, as data: URLs
-    # the only script elements are the data block and the viewer: the `</script>`s of the data are escaped
-    assert page.count("</script>") == 2 and page.count("<script") == 2
+    # the script elements are the table's data, the viewer and one per trajectory: the data's `</script>`s are
+    # escaped, so none of them ends an element early
+    assert page.count("</script>") == 2 + 6 and page.count("<script") == 2 + 6
     data = embedded(page)
     assert data == json.loads(script_json(report_data([load_run(path) for path in runs])))
     assert [run["name"] for run in data["runs"]] == ["react", "standard"]

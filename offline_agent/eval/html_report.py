@@ -1,9 +1,10 @@
 """`offline-agent report --html`: one self-contained HTML file with the comparison and every trajectory.
 
 The file needs no network: the styles and the viewer script (report_assets/) are inlined, the plots are PNGs in
-data: URLs, and the runs' data is embedded once as JSON in a `<script type="application/json">` block. The
-viewer renders the question table in chunks as it scrolls and a trajectory only when its row is opened, so a
-report of 1,000 questions x 2 runs opens at once.
+data: URLs, and the runs' data is embedded once as JSON in `<script type="application/json">` blocks: one for the
+table (runs, questions, one row per run and question), then one per trajectory, after the viewer's script. The
+viewer renders the table in chunks as it scrolls, before the browser has even read the trajectories, and parses
+a trajectory only when its row is opened, so a report of 1,000 questions x 2 runs opens at once.
 
 Escaping: the tables made here go through `html.escape`; in the embedded JSON every `<`, `>` and `&` is written
 as a \\u escape, so no text (a `</script>` in an Observation) can close the block; the viewer puts data on the
@@ -226,6 +227,11 @@ def render_html(runs: Sequence[RunData], images: Sequence[tuple[str, bytes]] = (
     names = ", ".join(run.name for run in runs)
     total = sum(len(run.rows) for run in runs)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    table = report_data(runs)
+    trajectories = "\n".join(
+        f'<script type="application/json" id="t{number}">{script_json(trajectory)}</script>'
+        for number, trajectory in enumerate(table.pop("traj"))
+    )
     style = (_ASSETS / "report.css").read_text(encoding="utf-8")
     script = (_ASSETS / "report.js").read_text(encoding="utf-8")
     return f"""<!DOCTYPE html>
@@ -251,8 +257,9 @@ and trajectories</button><button data-tab="compare">Compare two runs</button></n
 <section data-panel="questions" hidden>{_FILTERS}</section>
 <section data-panel="compare" hidden>{_COMPARE}</section>
 </main>
-<script type="application/json" id="report-data">{script_json(report_data(runs))}</script>
+<script type="application/json" id="report-data">{script_json(table)}</script>
 <script>{script}</script>
+{trajectories}
 </body>
 </html>
 """

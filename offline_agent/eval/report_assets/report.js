@@ -1,11 +1,14 @@
 // The HTML report's viewer, inlined into the report by offline_agent/eval/html_report.py.
-// No framework and no network: it reads the JSON embedded once in #report-data, renders table rows in chunks
-// as they scroll into view, and builds a trajectory only when its row is opened. Every piece of data reaches
-// the page through textContent (never innerHTML), so questions and observations show as the text they are.
+// No framework and no network: it reads the table's JSON from #report-data, renders table rows in chunks as they
+// scroll into view, and parses and builds a trajectory (its own JSON block, #t<row>, after this script) only when
+// its row is opened. Every piece of data reaches the page through textContent (never innerHTML), so questions
+// and observations show as the text they are.
 (function () {
   "use strict";
   var CHUNK = 100;
+  performance.mark("report-script");
   var D = JSON.parse(document.getElementById("report-data").textContent);
+  performance.mark("report-parsed");
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -119,9 +122,18 @@
     }
     return box;
   }
+  function trajectoryData(i) {
+    var block = document.getElementById("t" + i);
+    return block ? JSON.parse(block.textContent) : null;
+  }
   function trajectoryView(i) {
-    var row = D.rows[i], t = D.traj[i], q = D.questions[row.q];
+    var row = D.rows[i], t = trajectoryData(i), q = D.questions[row.q];
     var box = el("div", "traj");
+    if (!t) { // opened before the page finished loading: the blocks after this script are not parsed yet
+      add(box, el("p", "muted", "Loading…"));
+      document.addEventListener("DOMContentLoaded", function () { box.parentNode.replaceChild(trajectoryView(i), box); });
+      return box;
+    }
     var head = el("div", "traj-head");
     add(head, el("strong", null, D.runs[row.r].name), el("span", "muted", " · " + q.id));
     add(box, head);
