@@ -261,7 +261,7 @@ def eval_command(
 @click.option("--no-plots", is_flag=True, help="Write the tables only (no matplotlib needed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs' summaries as JSON instead of the table.")
 def report(runs: tuple[Path, ...], out: Path | None, html_path: Path | None, no_plots: bool, as_json: bool) -> None:
-    """Compare run folders: write OUT/report.md with a table and plots (and --html FILE), and print the table.
+    """Compare run folders: write OUT/report.md with a table and plots, and/or one HTML file; print the table.
 
     Each run's figures are recomputed from its results.jsonl. The plots (EM and F1 by question type and level,
     steps and seconds per question, format errors) need matplotlib: pip install 'offline-agent[report]'.
