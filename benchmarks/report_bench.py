@@ -5,9 +5,10 @@ three 600-character passages per search Observation, about half the answers righ
 configuration (200 questions x 7 runs and 1,000 x 2 by default), opens each in headless Chromium (Debian's
 `chromium` and `chromium-driver`, driven by selenium) and prints, from the page's own performance timing:
 "ready" (the viewer parsed the table's data and rendered the first rows: the page is usable), DOMContentLoaded
-and the load event (the browser has read the whole file, every trajectory block included), plus how long
-filtering all rows and opening one trajectory took. A 20 x 1 report is measured first as a baseline, so that on a
-busy machine the ratios still say how the size costs. Asserts nothing.
+and the load event (the browser has read the whole file, every trajectory block included), how long filtering
+all rows and opening one trajectory took, and the CPU seconds the browser's processes spent per load (user +
+system, from /proc: wall times swell on a busy machine, CPU time much less). A 20 x 1 report is measured first as
+a baseline, so that on a busy machine the ratios still say what the size costs. Asserts nothing.
 
     python benchmarks/report_bench.py [--sizes 200x7,1000x2] [--plots] [--keep DIR] [--real runs/A runs/B]
 
@@ -150,9 +151,35 @@ return [filtered, opened, document.querySelectorAll('#rows tr.qrow').length];
 """
 
 
+def _cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of `root` and every process below it (the browser's processes), from /proc."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        total += times.get(pid, 0.0)
+        stack += [child for child, parent in parents.items() if parent == pid]
+    return total
+
+
 def measure(driver, path: Path, repeats: int = 3) -> dict[str, float]:
+    """Median page timings over `repeats` loads, and the browser's CPU seconds per load (which, unlike wall
+    time, a busy machine does not inflate much)."""
     loads = []
+    cpu = []
     for _ in range(repeats):
+        before = _cpu_seconds(driver.service.process.pid)
         driver.get(path.resolve().as_uri())
         for _ in range(600):
             if driver.execute_script("return document.body && document.body.getAttribute('data-ready')"):
@@ -164,11 +191,13 @@ def measure(driver, path: Path, repeats: int = 3) -> dict[str, float]:
                 break
             time.sleep(0.05)
         loads.append(timing)
+        cpu.append(_cpu_seconds(driver.service.process.pid) - before)
     filtered, opened, rendered = driver.execute_script(ACTIONS)
     return {
         "dom": statistics.median(t[0] for t in loads),
         "load": statistics.median(t[1] for t in loads),
         "ready": statistics.median(t[2] for t in loads),
+        "cpu": statistics.median(cpu),
         "filter": filtered,
         "open": opened,
         "rendered": rendered,
@@ -193,7 +222,7 @@ def main() -> None:
     try:
         print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         header = f"{'report':<34}{'MB':>7}{'build s':>9}{'ready ms':>10}{'DOM ms':>8}{'load ms':>9}"
-        print(header + f"{'filter ms':>11}{'open ms':>9}")
+        print(header + f"{'filter ms':>11}{'open ms':>9}{'CPU s/load':>12}")
         for label, folders in cases:
             runs = unique_names([load_run(folder) for folder in folders])
             out = root / (label.split(":")[0].replace(" ", "_") + ".html")
@@ -204,6 +233,7 @@ def main() -> None:
             print(
                 f"{label:<34}{out.stat().st_size / 1e6:>7.1f}{built:>9.2f}{figures['ready']:>10.0f}"
                 f"{figures['dom']:>8.0f}{figures['load']:>9.0f}{figures['filter']:>11.1f}{figures['open']:>9.1f}"
+                f"{figures['cpu']:>12.2f}"
             )
     finally:
         driver.quit()
