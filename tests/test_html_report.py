@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import TINY_CORPUS
 from test_eval_cli import cli  # noqa: F401  (the fixture)
 from test_eval_runner import QUESTIONS, outputs
 
@@ -30,12 +29,9 @@ EVIL = '</script><script>window.__pwned=1</script><img src=x onerror="window.__p
 
 
 @pytest.fixture
-def runs(tmp_path: Path) -> list[Path]:
+def runs(tmp_path: Path, tiny_corpus: Path) -> list[Path]:
     """Two runs (react, standard) of three questions; a question and a passage carry markup and `</script>`."""
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for name, text in TINY_CORPUS.items():
-        (corpus / name).write_text(text, encoding="utf-8")
+    corpus = shutil.copytree(tiny_corpus, tmp_path / "hostile-corpus")
     (corpus / "rivers.md").write_text(f"# Rivers {EVIL}\n\nA Warsaw river guide {EVIL} ends here.", encoding="utf-8")
     rows = [dict(row) for row in QUESTIONS]
     rows[0]["question"] += " <script>window.__pwned=3</script>"
