@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from offline_agent.agents import AgentCallbacks, AgentConfig
+from offline_agent.agents import AgentCallbacks
 from offline_agent.agents.scope import read_scope
 from offline_agent.cli.options import (
     action_graph_option,
+    agent_config,
     control_options,
     evidence_options,
     model_options,
@@ -179,25 +180,8 @@ def ask(
     """
     if not question.strip():
         raise ConfigError("the question is empty")
-    config = AgentConfig(
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-        temperature=temperature,
-        seed=seed,
-        max_tokens=max_tokens,
-        grammar=not no_grammar,
-        early_stopping=early_stopping,
-        grounded=grounded,
-        min_searches=min_searches,
-        first_search=first_search,
-        samples=samples,
-        search_k=search_k,
-        snippet=snippet,
-        title_boost=title_boost,
-        scope=read_scope(scope) if scope is not None else corpus_scope(corpus),
-        budget_hint=budget_hint,
-        action_graph=action_graph,
-    )
+    scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
+    config = agent_config(click.get_current_context().params, scope=scope_text)
     from offline_agent.agents import agent_class
     from offline_agent.agents.knowagent import check_action_graph
 

@@ -22,6 +22,7 @@ from offline_agent.agents.scope import read_scope
 from offline_agent.cli.ask import LiveView, append_trace, no_answer_line, open_session, stop_line
 from offline_agent.cli.options import (
     action_graph_option,
+    agent_config,
     control_options,
     evidence_options,
     model_options,
@@ -204,25 +205,8 @@ def chat(
     from offline_agent.agents.knowagent import check_action_graph
 
     check_action_graph(agent_class(agent), action_graph)  # before the model loads
-    config = AgentConfig(
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-        temperature=temperature,
-        seed=seed,
-        max_tokens=max_tokens,
-        grammar=not no_grammar,
-        early_stopping=early_stopping,
-        grounded=grounded,
-        min_searches=min_searches,
-        first_search=first_search,
-        samples=samples,
-        search_k=search_k,
-        snippet=snippet,
-        title_boost=title_boost,
-        scope=read_scope(scope) if scope is not None else corpus_scope(corpus),
-        budget_hint=budget_hint,
-        action_graph=action_graph,
-    )
+    scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
+    config = agent_config(click.get_current_context().params, scope=scope_text)
     session = open_session(
         corpus,
         model,

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
 
 import click
 
+if TYPE_CHECKING:
+    from offline_agent.agents import AgentConfig
+
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def agent_config(params: Mapping[str, Any], **overrides: Any) -> AgentConfig:
+    """The AgentConfig of a command's options: every option named after a field of AgentConfig, `--no-grammar`
+    as grammar, then `overrides` (values the command resolved itself, such as the scope)."""
+    from offline_agent.agents import AgentConfig
+
+    names = {field.name for field in fields(AgentConfig)}
+    values = {name: value for name, value in params.items() if name in names}
+    if "no_grammar" in params:
+        values["grammar"] = not params["no_grammar"]
+    values.update(overrides)
+    return AgentConfig(**values)
 
 
 def _stack(options: list[Decorator]) -> Decorator:
@@ -122,18 +139,20 @@ def control_options() -> Decorator:
     )
 
 
-def session_options() -> Decorator:
-    """The corpus, the strategy, and the llama.cpp settings of a session that answers questions (ask, chat)."""
+def session_options(*, corpus: bool = True) -> Decorator:
+    """The corpus (unless `corpus` is False: `mcp` takes --index), the strategy, and the llama.cpp settings of a
+    session that answers questions (ask, chat, mcp)."""
     from offline_agent.agents import AGENTS
 
+    corpus_option = click.option(
+        "--corpus",
+        "-c",
+        metavar="DIR_OR_INDEX",
+        help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
+    )
     return _stack(
         [
-            click.option(
-                "--corpus",
-                "-c",
-                metavar="DIR_OR_INDEX",
-                help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
-            ),
+            *([corpus_option] if corpus else []),
             click.option(
                 "--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy."
             ),

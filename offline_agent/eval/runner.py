@@ -27,6 +27,7 @@ from offline_agent.agents.knowagent import check_action_graph
 from offline_agent.errors import ConfigError, ModelError, OfflineAgentError
 from offline_agent.eval.corpora import EvalCorpus, default_pool, open_eval_corpus, resolve_setting
 from offline_agent.eval.datasets import Dataset, QARecord, load_dataset
+from offline_agent.eval.hotpot import sentence_table, with_fact_fields
 from offline_agent.eval.results import RunFolder
 from offline_agent.eval.scoring import result_row, summarize
 from offline_agent.steps import Trajectory
@@ -142,6 +143,7 @@ class EvalRun:
     config: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)
     resumed: bool = False
+    sentences: dict[str, tuple[str, ...]] = field(default_factory=dict)  # title -> sentences, for sp ids
 
     @property
     def pending(self) -> list[QARecord]:
@@ -167,9 +169,10 @@ class EvalRun:
                     tools=self.options.tools,
                 )
                 trajectory = session.ask(record.question, config)
-                row = result_row(record, trajectory, uses_tools=uses_tools)
+                row = result_row(record, trajectory, uses_tools=uses_tools, sentences=self.sentences)
                 self.folder.append(row)
                 self.rows.append(row)
+                self.folder.write_predictions(self.rows)
                 if callbacks.on_result:
                     callbacks.on_result(row, self.rows)
             return self.write_summary()
@@ -207,6 +210,7 @@ class EvalRun:
     def write_summary(self) -> dict[str, Any]:
         summary = self.summary()
         self.folder.write_summary(summary)
+        self.folder.write_predictions(self.rows)
         return summary
 
     def _write_summary_quietly(self) -> None:
@@ -257,7 +261,12 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
         raise
     if folder.torn_bytes:
         say(f"repaired {folder.results_path}: cut off a torn last line ({folder.torn_bytes} bytes)")
-    return EvalRun(options, dataset, selected, corpus, folder, backend, config, rows=rows, resumed=resumed)
+    sentences = sentence_table(dataset)
+    by_id = {record.id: record for record in dataset.records}
+    rows = [with_fact_fields(row, by_id.get(str(row["id"])), sentences) for row in rows]  # rows from before sp
+    return EvalRun(
+        options, dataset, selected, corpus, folder, backend, config, rows=rows, resumed=resumed, sentences=sentences
+    )
 
 
 def _config(

@@ -5,6 +5,8 @@ support recall, the format and cost counts of the run, and the whole trajectory,
 can be recomputed from results.jsonl alone (the report does exactly that).
 
 Definitions:
+- supporting facts (sp) and joint EM/F1: HotpotQA's official definitions, over the sentences of `hotpot.py`'s
+  rule; None for a record whose dataset has no sentence-level supporting facts;
 - support recall: the share of the record's supporting titles among the titles of the passages the agent's
   searches and lookups returned; None for a record without supporting titles or an agent without tools;
 - a rejected step: a step whose text the Lark parser rejected (also when a retry with more tokens then parsed);
@@ -19,12 +21,13 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from offline_agent.eval.datasets import QARecord
+from offline_agent.eval.hotpot import fact_fields
 from offline_agent.eval.metrics import exact_match, f1_score
 from offline_agent.steps import STOP_REASONS, Trajectory
 
@@ -47,8 +50,17 @@ def support_recall(supporting: Sequence[str], seen: Sequence[str]) -> float | No
     return sum(title in found for title in supporting) / len(supporting)
 
 
-def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = True) -> dict[str, Any]:
-    """The results.jsonl line of one question: scores, counts, and the whole trajectory."""
+def result_row(
+    record: QARecord,
+    trajectory: Trajectory,
+    *,
+    uses_tools: bool = True,
+    sentences: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
+    """The results.jsonl line of one question: scores, counts, and the whole trajectory.
+
+    `sentences` (title -> sentences, `hotpot.sentence_table`) gives sentence ids to passages from outside the
+    question's own context (the pooled setting)."""
     steps = trajectory.steps
     seen = titles_seen(steps)
     usage = trajectory.usage
@@ -64,6 +76,7 @@ def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = T
         "support_recall": support_recall(record.supporting_titles, seen) if uses_tools else None,
         "supporting_titles": list(record.supporting_titles),
         "seen_titles": seen,
+        **fact_fields(record, steps, trajectory.answer, sentences),
         "type": record.type,
         "level": record.level,
         "steps": len(steps),
@@ -109,6 +122,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     steps = [row["steps"] for row in rows]
     seconds = [float(row["seconds"]) for row in rows]
     recalls = [row["support_recall"] for row in rows if row.get("support_recall") is not None]
+    facts = [row for row in rows if row.get("sp_em") is not None]  # rows of a dataset with supporting facts
     total_steps = sum(steps)
     actions = sum(row.get("actions", 0) for row in rows)
     stops = Counter(row["stop_reason"] for row in rows)
@@ -120,6 +134,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "f1": _mean([row["f1"] for row in rows]),
         "support_recall": _mean(recalls),
         "support_recall_questions": len(recalls),
+        "sp_em": _mean([row["sp_em"] for row in facts]),
+        "sp_f1": _mean([row["sp_f1"] for row in facts]),
+        "joint_em": _mean([row["joint_em"] for row in facts]),
+        "joint_f1": _mean([row["joint_f1"] for row in facts]),
+        "sp_questions": len(facts),
         "format": {
             "steps": total_steps,
             "rejected_steps": sum(row["rejected_steps"] for row in rows),
