@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from offline_agent.agents import AGENTS
-from offline_agent.cli.options import action_graph_option, control_options, model_options
+from offline_agent.cli.options import (
+    action_graph_option,
+    backend_choice,
+    backend_options,
+    control_options,
+    model_options,
+)
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -139,9 +146,18 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     show_default=True,
     help="off: generate unconstrained and let the parser count the format errors.",
 )
+@backend_options()
 @control_options()
 @action_graph_option()
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Questions in flight at once (--backend http only: a server batches them); results.jsonl keeps the "
+    "dataset's order and the answers are those of --concurrency 1.",
+)
 @click.option(
     "--out",
     "-o",
@@ -151,7 +167,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.pass_context
 def eval_command(
+    ctx: click.Context,
     dataset: Path,
     model: str | None,
     agent: str,
@@ -166,12 +184,13 @@ def eval_command(
     max_tokens: int,
     temperature: float,
     context_size: int | None,
-    gpu_layers: int,
     early_stopping: str,
     budget_hint: bool,
     action_graph: str | None,
+    concurrency: int,
     as_json: bool,
     quiet: bool,
+    **backend_params: Any,
 ) -> None:
     """Evaluate an agent on DATASET with a local model; results go to a run folder that resumes.
 
@@ -193,6 +212,8 @@ def eval_command(
     """
     from offline_agent.eval.runner import EvalCallbacks, EvalOptions, prepare_evaluation
 
+    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
+
     def status(message: str) -> None:
         if not quiet:
             click.echo(message, err=True)
@@ -212,10 +233,12 @@ def eval_command(
         max_tokens=max_tokens,
         temperature=temperature,
         context_size=context_size,
-        gpu_layers=gpu_layers,
         early_stopping=early_stopping,
         budget_hint=budget_hint,
         action_graph=action_graph,
+        backend=backend.name,
+        backend_options=replace(backend.options, model=None, context_size=None, seed=None),
+        concurrency=concurrency,
     )
     run = prepare_evaluation(options, status=status)
     pending = len(run.pending)
