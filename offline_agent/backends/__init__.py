@@ -22,11 +22,11 @@ from offline_agent.backends.scripted import ScriptedBackend
 __all__ = [
     "BACKENDS",
     "BACKEND_ALIASES",
-    "DEFAULT_BACKEND",
     "Backend",
     "BackendCapabilities",
     "BackendEntry",
     "BackendOptions",
+    "DEFAULT_BACKEND",
     "ScriptedBackend",
     "TokenCallback",
     "backend_entry",

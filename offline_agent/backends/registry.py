@@ -207,10 +207,10 @@ def chat_format_template(chat_format: str | None, model_name: str) -> str | None
 __all__ = [
     "BACKENDS",
     "BACKEND_ALIASES",
-    "DEFAULT_BACKEND",
-    "OPTION_FLAGS",
     "BackendEntry",
     "BackendOptions",
+    "DEFAULT_BACKEND",
+    "OPTION_FLAGS",
     "backend_entry",
     "build_backend",
     "canonical_backend_name",
