@@ -31,8 +31,8 @@ from typing import Any
 
 from offline_agent.agents import ReActAgent
 from offline_agent.backends import build_backend
-from offline_agent.eval.runner import EvalOptions, run_evaluation
 from offline_agent.eval.results import RunFolder
+from offline_agent.eval.runner import EvalOptions, run_evaluation
 from offline_agent.models import resolve_model
 from offline_agent.resources import sample_questions
 from offline_agent.runner import open_index

@@ -225,6 +225,9 @@ class TransformersBackend:
         except RuntimeError as exc:
             self._forget()
             raise ModelError(f"transformers failed while generating: {exc}") from exc
+        except BaseException:
+            self._forget()  # interrupted mid-forward (Ctrl-C): the cache may hold more than _cached_ids says
+            raise
         return stream.completion(len(tokens), cached)
 
     def _generate(self, matcher: Any, sampler: TokenSampler, stream: CompletionStream) -> None:
