@@ -53,8 +53,9 @@ def transformers_backend():
 
 
 @pytest.fixture(scope="session")
-def llama_server(small_model_path: Path):
-    """llama-cpp-python's own server on a free port of 127.0.0.1, for the whole session."""
+def llama_server(small_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    """llama-cpp-python's own server on a free port of 127.0.0.1, for the whole session. Its log goes to a file:
+    a pipe nobody reads fills up and blocks the server (it logs every request)."""
     port = _free_port()
     command = [
         sys.executable,
@@ -75,12 +76,14 @@ def llama_server(small_model_path: Path):
         "--interrupt_requests",
         "False",  # else a new request cuts a streamed one short
     ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited: {process.stderr.read().decode()[-2000:]}")
+            pytest.fail(f"llama_cpp.server exited: {log_path.read_text(errors='replace')[-2000:]}")
         try:
             with urllib.request.urlopen(url + "/v1/models", timeout=5):
                 break
@@ -95,6 +98,7 @@ def llama_server(small_model_path: Path):
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         process.kill()
+    log.close()
 
 
 @pytest.fixture(scope="session")
