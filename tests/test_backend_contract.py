@@ -105,7 +105,7 @@ def llama_server(small_model_path: Path, tmp_path_factory: pytest.TempPathFactor
 def http_backend(llama_server: str):
     from offline_agent.backends import build_backend
 
-    return build_backend("http", server_url=llama_server, model="smollm2-135m-instruct", timeout=600)
+    return build_backend("http", server_url=llama_server, model="smollm2-135m-instruct", timeout=300)
 
 
 @pytest.fixture
@@ -147,7 +147,9 @@ def test_fits_the_protocol(backend) -> None:
     assert described["name"] and "sha256" in described
     counts = [backend.count_tokens(text) for text in ("", "Dublin", "The Liffey flows through Dublin.")]
     assert counts[0] == 0 and 0 < counts[1] <= counts[2]
-    completion = backend.complete("Question: Where is Dublin?\nThought:", max_tokens=16, temperature=0.0)
+    completion = backend.complete(
+        "Question: Where is Dublin?\n", grammar='root ::= "Thought: " [a-z ]+', max_tokens=16, temperature=0.0
+    )
     assert isinstance(completion, Completion) and completion.finish_reason in ("stop", "length")
     assert completion.usage.prompt_tokens > 0
 
