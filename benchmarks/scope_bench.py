@@ -28,11 +28,11 @@ def main() -> None:
 
     from offline_agent.agents.scope import check_scope, read_scope
     from offline_agent.resources import data_path, sample_questions
-    from offline_agent.runner import corpus_scope, load_llama_backend, open_index
+    from offline_agent.runner import corpus_scope, load_backend, open_index
 
     scope = read_scope(args.scope) if args.scope else corpus_scope(None)
     index, _ = open_index(None)
-    backend = load_llama_backend(args.model)
+    backend = load_backend(None, args.model)
     sets = {
         "sample questions (in scope)": (sample_questions(), True),
         "out-of-scope questions": (data_path("corpora/sample/out_of_scope.jsonl"), False),

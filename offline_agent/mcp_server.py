@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -114,11 +114,11 @@ class IndexSet:
 
 @dataclass
 class AgentSettings:
-    """What `ask` runs with: the model and its llama.cpp settings, the strategy and its step controls."""
+    """What `ask` runs with: the model and its backend (built on the first ask), the strategy and its controls."""
 
     model: str | None = None
     agent: str = "react"
-    backend: dict[str, Any] = field(default_factory=dict)  # load_llama_backend's keyword arguments
+    backend: Any = None  # a cli.options.BackendChoice (None: the default backend and model)
     config: Any = None  # an AgentConfig
 
 
@@ -178,10 +178,11 @@ class OfflineAgentTools:
 
     def _load(self) -> Any:
         if self._backend is None:
-            from offline_agent.runner import load_llama_backend
+            from offline_agent.runner import load_backend
 
             print(f"offline-agent mcp: loading the model ({self.settings.model or 'default'})", file=sys.stderr)
-            self._backend = load_llama_backend(self.settings.model, **self.settings.backend)
+            choice = self.settings.backend
+            self._backend = choice.build() if choice is not None else load_backend(None, self.settings.model)
         return self._backend
 
 

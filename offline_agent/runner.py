@@ -1,12 +1,13 @@
-"""Assembles a run from names and paths: the model from the registry, the corpus, the tools, the agent.
+"""Assembles a run from names and paths: the backend (through the backend registry), the corpus, the tools, the
+agent.
 
-The CLI (and later the evaluation runner) call this instead of wiring backends and indexes themselves, so
-every entry point loads models the same way and records the same reproducibility fields.
+The CLI and the evaluation runner call this instead of wiring backends and indexes themselves, so every entry
+point loads models the same way and records the same reproducibility fields. Backends are built by
+`offline_agent.backends.build_backend` (re-exported here); `load_backend` is the short form for Python users.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,67 +16,16 @@ from typing import Any
 from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.consistency import run_samples
 from offline_agent.agents.scope import check_scope, refusal
+from offline_agent.backends.registry import BackendOptions, build_backend, env_int
 from offline_agent.errors import ConfigError
-from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Trajectory, Turn
 from offline_agent.tools import DEFAULT_TOOLS, build_tools
 
 
-def env_int(name: str, default: int) -> int:
-    """An integer setting from the environment, with a clear error when it is not one."""
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, not {value!r}") from None
-
-
-def load_llama_backend(
-    model: str | None,
-    *,
-    gpu_layers: int = 0,
-    context_size: int | None = None,
-    seed: int = 0,
-    grammar_engine: str = "llguidance",
-    jump_forward: bool = True,
-    threads: int | None = None,
-    verbose: bool = False,
-) -> Any:
-    """Resolve `model` (registry name, .gguf path, or None for the default) and load it in llama.cpp.
-
-    Threads: `threads`, else OFFLINE_AGENT_THREADS, else every core (llama-cpp-python's default is half).
-    """
-    from offline_agent.backends.llamacpp import LlamaCppBackend
-    from offline_agent.models import resolve_model
-
-    resolved = resolve_model(model)
-    spec = resolved.spec
-    chat_format = spec.chat_format if spec else "template"
-    if chat_format == "template":
-        template: str | None = "template"
-    elif chat_format == "none":
-        template = None
-    elif chat_format == "chatml":
-        template = CHATML_TEMPLATE
-    else:
-        raise ConfigError(
-            f"model {resolved.name!r}: unsupported chat_format {chat_format!r}; use template, none or chatml"
-        )
-    return LlamaCppBackend(
-        resolved.path,
-        context_size=context_size or (spec.n_ctx if spec else 4096),
-        gpu_layers=gpu_layers,
-        seed=seed,
-        model_name=resolved.name,
-        sha256=resolved.sha256,
-        chat_template=template,
-        grammar_engine=grammar_engine,
-        jump_forward=jump_forward,
-        threads=threads or env_int("OFFLINE_AGENT_THREADS", 0) or None,
-        verbose=verbose,
-    )
+def load_backend(backend: str | None = None, model: str | None = None, **options: Any) -> Any:
+    """Build a backend by registry name (default llamacpp) for `model` (a registry name or path; None: the default
+    model), e.g. `load_backend("transformers", "smollm2-135m-instruct", device="cpu")`."""
+    return build_backend(backend, BackendOptions(model=model), **options)
 
 
 def open_index(corpus: str | Path | None) -> tuple[Any, str]:
@@ -190,3 +140,15 @@ def _scope_entry(verdict: Any) -> dict[str, Any]:
     entry = dict((verdict.record.details or {}).get("scope", {}))
     entry.update(in_scope=verdict.in_scope, usage=asdict(verdict.record.usage), seconds=verdict.record.seconds)
     return entry
+
+
+__all__ = [
+    "Session",
+    "agent_tools",
+    "build_backend",
+    "corpus_scope",
+    "env_int",
+    "load_backend",
+    "open_index",
+    "save_scope",
+]

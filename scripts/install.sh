@@ -46,6 +46,13 @@ if ! "$venv/bin/python" -c "import llama_cpp" >/dev/null 2>&1; then
   "${pip[@]}" install "llama-cpp-python==0.3.36"
 fi
 
+# The test extra includes the transformers backend. torch goes in first, pinned, so that pip keeps the CPU build
+# (plain `torch` would pull several GB of CUDA wheels); the extra then finds it installed.
+if [ -n "$extras" ] && ! "$venv/bin/python" -c "import torch" >/dev/null 2>&1; then
+  echo "installing torch==2.13.0 (the CPU build) for the transformers backend's tests" >&2
+  "${pip[@]}" install --quiet "torch==2.13.0"
+fi
+
 echo "installing offline-agent$extras" >&2
 "${pip[@]}" install --quiet -e ".$extras"
 

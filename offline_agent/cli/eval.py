@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from offline_agent.agents import AGENTS
 from offline_agent.agents.scope import read_scope
 from offline_agent.cli.options import (
     action_graph_option,
+    backend_choice,
+    backend_options,
     control_options,
     evidence_options,
     model_options,
@@ -152,11 +155,20 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     show_default=True,
     help="off: generate unconstrained and let the parser count the format errors.",
 )
+@backend_options()
 @control_options()
 @evidence_options()
 @scope_option()
 @action_graph_option()
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Questions in flight at once (--backend http only: a server batches them); results.jsonl keeps the "
+    "dataset's order and the answers are those of --concurrency 1.",
+)
 @click.option(
     "--out",
     "-o",
@@ -166,7 +178,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.pass_context
 def eval_command(
+    ctx: click.Context,
     dataset: Path,
     model: str | None,
     agent: str,
@@ -181,7 +195,6 @@ def eval_command(
     max_tokens: int,
     temperature: float,
     context_size: int | None,
-    gpu_layers: int,
     early_stopping: str,
     grounded: bool,
     min_searches: int,
@@ -193,8 +206,10 @@ def eval_command(
     scope: str | None,
     budget_hint: bool,
     action_graph: str | None,
+    concurrency: int,
     as_json: bool,
     quiet: bool,
+    **backend_params: Any,
 ) -> None:
     """Evaluate an agent on DATASET with a local model; results go to a run folder that resumes.
 
@@ -216,6 +231,8 @@ def eval_command(
     """
     from offline_agent.eval.runner import EvalCallbacks, EvalOptions, prepare_evaluation
 
+    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
+
     def status(message: str) -> None:
         if not quiet:
             click.echo(message, err=True)
@@ -235,7 +252,6 @@ def eval_command(
         max_tokens=max_tokens,
         temperature=temperature,
         context_size=context_size,
-        gpu_layers=gpu_layers,
         early_stopping=early_stopping,
         grounded=grounded,
         min_searches=min_searches,
@@ -247,6 +263,9 @@ def eval_command(
         scope=read_scope(scope),
         budget_hint=budget_hint,
         action_graph=action_graph,
+        backend=backend.name,
+        backend_options=replace(backend.options, model=None, context_size=None, seed=None),
+        concurrency=concurrency,
     )
     run = prepare_evaluation(options, status=status)
     pending = len(run.pending)

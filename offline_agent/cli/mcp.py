@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -10,6 +11,8 @@ from offline_agent.agents.scope import read_scope
 from offline_agent.cli.options import (
     action_graph_option,
     agent_config,
+    backend_choice,
+    backend_options,
     control_options,
     evidence_options,
     model_options,
@@ -45,11 +48,14 @@ def _check_model(model: str | None) -> None:
     max_seconds_help="Stop an `ask` after this many seconds (stop reason timeout).",
 )
 @session_options(corpus=False)
+@backend_options()
 @control_options()
 @evidence_options()
 @scope_option()
 @action_graph_option()
+@click.pass_context
 def mcp(
+    ctx: click.Context,
     indexes: tuple[str, ...],
     model: str | None,
     agent: str,
@@ -58,12 +64,8 @@ def mcp(
     temperature: float,
     seed: int,
     max_tokens: int,
-    gpu_layers: int,
-    threads: int | None,
     context_size: int | None,
     no_grammar: bool,
-    grammar_engine: str,
-    no_jump_forward: bool,
     early_stopping: str,
     grounded: bool,
     min_searches: int,
@@ -75,7 +77,7 @@ def mcp(
     title_boost: bool,
     scope: str | None,
     action_graph: str | None,
-    verbose: bool,
+    **backend_params: Any,
 ) -> None:
     """Serve your indexes as a Model Context Protocol server over stdio (for desktop assistants and agents).
 
@@ -94,24 +96,12 @@ def mcp(
     from offline_agent.mcp_server import AgentSettings, IndexSet, OfflineAgentTools, require_mcp, serve
 
     require_mcp()
-    config = agent_config(click.get_current_context().params, scope=read_scope(scope))
+    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
+    config = agent_config(ctx.params, scope=read_scope(scope))
     check_action_graph(agent_class(agent), action_graph)
     _check_model(model)
     chosen = IndexSet(indexes)
-    settings = AgentSettings(
-        model=model,
-        agent=agent,
-        config=config,
-        backend={
-            "seed": seed,
-            "gpu_layers": gpu_layers,
-            "context_size": context_size,
-            "threads": threads,
-            "grammar_engine": grammar_engine,
-            "jump_forward": not no_jump_forward,
-            "verbose": verbose,
-        },
-    )
+    settings = AgentSettings(model=model, agent=agent, config=config, backend=backend)
     click.echo(f"offline-agent mcp: serving {', '.join(chosen.names())} over stdio", err=True)
     serve(OfflineAgentTools(chosen, settings))
 

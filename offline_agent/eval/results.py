@@ -37,6 +37,7 @@ COMPARED_FIELDS = (
     "corpus.sha256",
     "agent",
     "agent_config",
+    "backend",
     "model.id",
     "model.context_size",
     "grammar",
@@ -47,7 +48,8 @@ COMPARED_FIELDS = (
 )
 
 # Fields added to config.json after run folders existed, each with the value that reproduces the runs written
-# before it: early stopping always generated a Final-only last step, and no step budget was shown to the model.
+# before it: early stopping always generated a Final-only last step, no step budget was shown to the model, and
+# the model ran in llama.cpp.
 ADDED_FIELDS: dict[str, Any] = {
     "agent_config.early_stopping": "generate",
     "agent_config.budget_hint": False,
@@ -59,6 +61,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.samples": 1,
     "agent_config.first_search": False,
     "agent_config.scope": None,
+    "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }
 
 

@@ -15,6 +15,10 @@ Definitions:
 - a grammar rejection: a token the model ranked first that the grammar refused (decoding took the best allowed one);
 - a prevented move: a grammar rejection where the next action was chosen, i.e. a move the agent's action graph
   forbids (KnowAgent records them per step as `details["prevented"]`).
+
+A count that needs a capability the backend lacks is None in the row and n/a in summaries and reports, never 0:
+cached tokens without a prefix cache that reports reuse (`reuses_prefix_cache`), grammar rejections and prevented
+moves without `reports_rejections`. A total over rows is None when no row has the count.
 """
 
 from __future__ import annotations
@@ -56,11 +60,15 @@ def result_row(
     *,
     uses_tools: bool = True,
     sentences: Mapping[str, Sequence[str]] | None = None,
+    capabilities: Any = None,
 ) -> dict[str, Any]:
     """The results.jsonl line of one question: scores, counts, and the whole trajectory.
 
     `sentences` (title -> sentences, `hotpot.sentence_table`) gives sentence ids to passages from outside the
-    question's own context (the pooled setting)."""
+    question's own context (the pooled setting); `capabilities` (the backend's BackendCapabilities) decides which
+    counts are None (n/a) rather than 0."""
+    caches = capabilities is None or capabilities.reuses_prefix_cache
+    rejects = capabilities is None or capabilities.reports_rejections
     steps = trajectory.steps
     seen = titles_seen(steps)
     usage = trajectory.usage
@@ -84,23 +92,32 @@ def result_row(
         "rejected_steps": rejected,
         "format_error": format_error,
         "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
-        "grammar_rejections": sum(len((step.details or {}).get("rejections", ())) for step in steps),
-        "prevented_moves": sum(int((step.details or {}).get("prevented", 0)) for step in steps),
+        "grammar_rejections": sum(len((step.details or {}).get("rejections", ())) for step in steps)
+        if rejects
+        else None,
+        "prevented_moves": sum(int((step.details or {}).get("prevented", 0)) for step in steps) if rejects else None,
         "stop_reason": trajectory.stop_reason,
         "prompt_tokens": usage.prompt_tokens,
-        "cached_tokens": usage.cached_tokens,
+        "cached_tokens": usage.cached_tokens if caches else None,
         "generated_tokens": usage.generated_tokens,
         "seconds": trajectory.seconds,
         "trajectory": trajectory.to_dict(),
     }
 
 
+def _total(rows: Sequence[dict[str, Any]], key: str) -> int | None:
+    """The sum of `key` over the rows that have it (None when none does: the backend could not count it)."""
+    values = [row.get(key) for row in rows]
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def _rate(part: int, whole: int) -> float | None:
-    return round(part / whole, 6) if whole else None
+def _rate(part: int | None, whole: int | None) -> float | None:
+    return round(part / whole, 6) if whole and part is not None else None
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -126,7 +143,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     total_steps = sum(steps)
     actions = sum(row.get("actions", 0) for row in rows)
     stops = Counter(row["stop_reason"] for row in rows)
-    tokens = {kind: sum(row[f"{kind}_tokens"] for row in rows) for kind in ("prompt", "cached", "generated")}
+    tokens = {kind: _total(rows, f"{kind}_tokens") for kind in ("prompt", "cached", "generated")}
     return {
         "questions": n,
         "answered": sum(row["prediction"] is not None for row in rows),
@@ -148,8 +165,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "actions": actions,
             "invalid_actions": sum(row["invalid_actions"] for row in rows),
             "invalid_action_rate": _rate(sum(row["invalid_actions"] for row in rows), actions),
-            "grammar_rejections": sum(row.get("grammar_rejections", 0) for row in rows),
-            "prevented_moves": sum(row.get("prevented_moves", 0) for row in rows),
+            "grammar_rejections": _total(rows, "grammar_rejections"),
+            "prevented_moves": _total(rows, "prevented_moves"),
         },
         "steps_per_question": {
             "mean": _mean(steps),
