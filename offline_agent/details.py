@@ -1,8 +1,10 @@
 """Typed step details: what a step records beyond its text, one dataclass per strategy.
 
-Every step may carry the grammar's refusals of the model's first choice (`rejections`) and what its tool reported
-about the call (`ToolDetails`: the passages' ids, titles and scores). Strategies add their own: KnowAgent the action
-path and the moves it offered (`KnowAgentDetails`), the critic its extraction, verdict and memory
+Every step may carry the grammar's refusals of the model's first choice (`rejections`), what its tool reported
+about the call (`ToolDetails`: the passages' ids, titles and scores), the grounded grammar it was written under
+(`GroundingDetails`), whether the agent wrote it (`opening`: first_search), which self-consistency run it belongs to
+(`sample`), and the scope check that refused the question (`ScopeDetails`). Strategies add their own: KnowAgent
+the action path and the moves it offered (`KnowAgentDetails`), the critic its extraction, verdict and memory
 (`CriticDetails`), the planner graph the node's role, calls and results (`PlanDetails`). Readers ask the typed
 object (`details.seen_titles`, `details.rejections`, `details.prevented_moves`) instead of looking keys up by string.
 
@@ -58,6 +60,41 @@ class ToolDetails:
 
 
 @dataclass
+class GroundingDetails:
+    """A step written under a grounded grammar: how many sentences it was built from, how long the build took, and
+    (on a Final) how often the grammar refused the model's first choice inside the answer."""
+
+    sentences: int
+    build_s: float
+    refused: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GroundingDetails:
+        return cls(int(data["sentences"]), float(data["build_s"]), data.get("refused"))
+
+
+@dataclass
+class ScopeDetails:
+    """The scope check before the first step (agents/scope.py): the scope, the vocabulary rule's counts and verdict,
+    and whether the rule or the model decided (with the model's reply)."""
+
+    scope: str
+    rule: dict[str, Any]
+    decided_by: str | None = None
+    reply: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScopeDetails:
+        return cls(data["scope"], dict(data["rule"]), data.get("decided_by"), data.get("reply"))
+
+
+@dataclass
 class StepDetails:
     """The details any step may carry; react, act, cot and standard record only these.
 
@@ -67,6 +104,12 @@ class StepDetails:
 
     rejections: list[Rejection] = field(default_factory=list)
     tool: ToolDetails | None = None
+    grounding: GroundingDetails | None = None
+    # The step the agent wrote itself (first_search's search for the question), not the model.
+    opening: bool | None = None
+    # Which self-consistency run the step belongs to (agents/consistency.py); None for a single run.
+    sample: int | None = None
+    scope: ScopeDetails | None = None
 
     OWN: ClassVar[tuple[str, ...]] = ()
 
@@ -87,6 +130,14 @@ class StepDetails:
             data["rejections"] = [list(rejection) for rejection in self.rejections]
         if self.tool is not None:
             data.update(self.tool.to_dict())
+        if self.grounding is not None:
+            data["grounding"] = self.grounding.to_dict()
+        if self.opening is not None:
+            data["opening"] = self.opening
+        if self.sample is not None:
+            data["sample"] = self.sample
+        if self.scope is not None:
+            data["scope"] = self.scope.to_dict()
         data.update(self._own_to_dict())
         return data
 
@@ -95,8 +146,18 @@ class StepDetails:
         """Read the flat JSON form; keys neither the grammar nor the strategy claims are the tool's."""
         rest = dict(data)
         rejections = [(int(offset), str(piece)) for offset, piece in rest.pop("rejections", None) or ()]
+        grounding, scope = rest.pop("grounding", None), rest.pop("scope", None)
+        opening, sample = rest.pop("opening", None), rest.pop("sample", None)
         own = cls._own_from_dict({key: rest.pop(key) for key in cls.OWN if key in rest})
-        return cls(rejections=rejections, tool=ToolDetails.from_dict(rest), **own)
+        return cls(
+            rejections=rejections,
+            tool=ToolDetails.from_dict(rest),
+            grounding=GroundingDetails.from_dict(grounding) if grounding is not None else None,
+            opening=opening,
+            sample=sample,
+            scope=ScopeDetails.from_dict(scope) if scope is not None else None,
+            **own,
+        )
 
     def _own_to_dict(self) -> dict[str, Any]:
         return _present(self, self.OWN)
@@ -114,15 +175,16 @@ class KnowAgentDetails(StepDetails):
     """KnowAgent's step: the whole action path after the step, the moves the grammar offered, and how often the
     model's first choice for the move was one the graph forbids there."""
 
-    action_path: list[str] = field(default_factory=list)
-    allowed: list[str] = field(default_factory=list)
-    prevented: int = 0
+    # None on a step that made no move (first_search's opening search, a self-consistency run's mark).
+    action_path: list[str] | None = None
+    allowed: list[str] | None = None
+    prevented: int | None = None
 
     OWN: ClassVar[tuple[str, ...]] = ("allowed", "prevented", "action_path")
 
     @property
     def prevented_moves(self) -> int:
-        return self.prevented
+        return self.prevented or 0
 
 
 @dataclass
@@ -296,10 +358,12 @@ __all__ = [
     "CriticDetails",
     "CritiqueDetails",
     "ExtractionDetails",
+    "GroundingDetails",
     "KnowAgentDetails",
     "PlanDetails",
     "PlannedCall",
     "Rejection",
+    "ScopeDetails",
     "StepDetails",
     "ToolDetails",
     "details_type",

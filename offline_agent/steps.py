@@ -14,16 +14,16 @@ from typing import Any, Literal, TypeVar
 
 from offline_agent.details import StepDetails, details_type
 
-StopReason = Literal["final", "max_steps", "timeout", "error"]
-# Why a run stopped. A strategy with a reason of its own (a refusal before the first step, say) adds it with
-# add_stop_reason; the evaluation lists the reasons in this order, unknown ones after.
-STOP_REASONS: list[str] = ["final", "max_steps", "timeout", "error"]
+StopReason = Literal["final", "max_steps", "timeout", "error", "out_of_scope"]
+# Why a run stopped. A strategy with a reason of its own adds it with add_stop_reason; the evaluation lists the
+# reasons in this order, unknown ones after.
+STOP_REASONS: list[str] = ["final", "max_steps", "timeout", "error", "out_of_scope"]
 
 D = TypeVar("D", bound=StepDetails)
 
 
 def add_stop_reason(reason: str) -> None:
-    """Allow a new stop reason (a plain lower-case word, such as "out_of_scope"); adding one twice is harmless."""
+    """Allow a new stop reason (a plain lower-case word, such as "refused"); adding one twice is harmless."""
     if not reason.replace("_", "").isalpha() or not reason.islower():
         raise ValueError(f"a stop reason is a lower-case word with _, not {reason!r}")
     if reason not in STOP_REASONS:
@@ -102,16 +102,19 @@ class Usage:
 
 @dataclass
 class Timings:
-    """Seconds spent in one backend call: evaluating the prompt, generating, and inside the grammar."""
+    """Seconds spent in one backend call: evaluating the prompt, generating, inside the grammar, and compiling
+    a grammar the backend had not seen (every step of a grounded run has a new one)."""
 
     prompt_s: float = 0.0
     generate_s: float = 0.0
     grammar_s: float = 0.0
+    compile_s: float = 0.0
 
     def __iadd__(self, other: Timings) -> Timings:
         self.prompt_s += other.prompt_s
         self.generate_s += other.generate_s
         self.grammar_s += other.grammar_s
+        self.compile_s += other.compile_s
         return self
 
 
@@ -202,6 +205,13 @@ class Trajectory:
     history: list[Turn] = field(default_factory=list)
     early_stopping: str = "generate"
     budget_hint: bool = False
+    grounded: bool = False
+    # Self-consistency (agents/consistency.py): each run's answer, stop reason, seed, temperature, seconds and steps,
+    # and the votes per normalised answer; empty for a single run.
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    votes: dict[str, int] = field(default_factory=dict)
+    # The scope check before the first step (agents/scope.py): how it was decided, and its cost; None without one.
+    scope: dict[str, Any] | None = None
 
     @property
     def intermediate_steps(self) -> list[tuple[Action, str]]:

@@ -10,7 +10,9 @@ Two recordings live in tests/golden/strategies/:
   `ReplayBackend` and checks that the agent sends the same prompts and grammars and builds the same trajectory;
   another reruns the model and compares the step texts (see that test's note on numerics).
 
-"Normalised" drops what differs between two runs of the same thing: seconds, timings, the start time, the version.
+"Normalised" drops what differs between two runs of the same thing: seconds, timings, the start time, the version,
+and how long a grounded step's grammar took to build. Calls to the backend's `warm` (the shared prompt start) are
+recorded with the calls, as {"warm": hash}.
 
 Record again (only when a change of behaviour is intended, and say so in the commit):
     nice -n 19 .venv/bin/python tests/strategy_golden.py record [scripted|smollm]
@@ -38,8 +40,9 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from offline_agent.agents import AgentCallbacks, AgentConfig, agent_class  # noqa: E402
 from offline_agent.backends import ScriptedBackend  # noqa: E402
+from offline_agent.backends.base import gbnf_of  # noqa: E402
 from offline_agent.errors import ContextOverflowError  # noqa: E402
-from offline_agent.runner import agent_tools  # noqa: E402
+from offline_agent.runner import Session, agent_tools  # noqa: E402
 from offline_agent.steps import Completion, Trajectory, Turn, Usage  # noqa: E402
 from offline_agent.tools import build_tools  # noqa: E402
 
@@ -60,6 +63,10 @@ def sha(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def grammar_sha(grammar: Any) -> str | None:
+    return None if grammar is None else sha(gbnf_of(grammar))
+
+
 def normalise(trajectory: Trajectory) -> dict[str, Any]:
     """The trajectory's JSON form without what two runs of the same thing do not share."""
     data = json.loads(trajectory.to_json())
@@ -68,6 +75,13 @@ def normalise(trajectory: Trajectory) -> dict[str, Any]:
     for step in data["steps"]:
         step.pop("seconds", None)
         step.pop("timings", None)
+        grounding = (step.get("details") or {}).get("grounding")
+        if isinstance(grounding, dict):
+            grounding.pop("build_s", None)
+    for sample in data.get("samples") or ():
+        sample.pop("seconds", None)
+    if data.get("scope"):
+        data["scope"].pop("seconds", None)
     return data
 
 
@@ -84,7 +98,7 @@ class OverflowingScripted(ScriptedBackend):
             self.calls.append(
                 ScriptedCall(
                     prompt,
-                    kwargs.get("grammar"),
+                    None if kwargs.get("grammar") is None else gbnf_of(kwargs["grammar"]),
                     kwargs.get("max_tokens", 256),
                     tuple(kwargs.get("stop", ())),
                     kwargs.get("temperature", 0.0),
@@ -111,7 +125,7 @@ class Recorder:
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
         call: dict[str, Any] = {
             "prompt": sha(prompt),
-            "grammar": sha(kwargs.get("grammar")),
+            "grammar": grammar_sha(kwargs.get("grammar")),
             "max_tokens": kwargs.get("max_tokens"),
             "stop": list(kwargs.get("stop", ())),
             "temperature": kwargs.get("temperature"),
@@ -140,6 +154,10 @@ class Recorder:
             }
         return completion
 
+    def warm(self, prefix: str) -> None:
+        self.calls.append({"warm": sha(prefix)})
+        self.inner.warm(prefix)
+
     def count_tokens(self, text: str) -> int:
         count = self.inner.count_tokens(text)
         self.counts[sha(text)] = count
@@ -161,13 +179,19 @@ class ReplayBackend:
         self._counts = counts
         self.position = 0
 
+    def warm(self, prefix: str) -> None:
+        assert self.position < len(self._calls), "the agent warmed the cache more often than recorded"
+        expected = self._calls[self.position]
+        self.position += 1
+        assert expected == {"warm": sha(prefix)}, f"call {self.position}: warm, recorded {expected}"
+
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
         assert self.position < len(self._calls), "the agent made more calls than were recorded"
         expected = self._calls[self.position]
         self.position += 1
         got = {
             "prompt": sha(prompt),
-            "grammar": sha(kwargs.get("grammar")),
+            "grammar": grammar_sha(kwargs.get("grammar")),
             "max_tokens": kwargs.get("max_tokens"),
             "stop": list(kwargs.get("stop", ())),
             "temperature": kwargs.get("temperature"),
@@ -262,6 +286,8 @@ class Scenario:
     question: str = "Where was Marie Curie born?"
     config: dict[str, Any] = field(default_factory=dict)
     history: list[Turn] = field(default_factory=list)
+    # Through runner.Session.ask (self-consistency samples and the scope check live there), not agent.run.
+    session: bool = False
 
 
 SCENARIOS = [
@@ -544,17 +570,206 @@ SCENARIOS = [
 ]
 
 
+SCOPE = "Physicists and chemists, and the geography of Poland."
+CAT_Q = "Where was Marie Curie's cat Fluffy adopted?"  # half its terms are in the corpus: the scope rule asks the model
+KNOW_SEARCH = "ActionPath: Start -> Search\nThought: x\nAction: search[Marie Curie]\n"
+
+# Grounded answers, first_search, min_searches, stateful repeats, self-consistency samples and the scope check.
+SCENARIOS += [
+    Scenario(
+        "react-grounded",
+        "react",
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            Completion("Thought: b\nFinal: Warsaw", rejections=[(3, "x"), (18, "K"), (19, "r")]),
+        ],
+        config={"grounded": True},
+    ),
+    Scenario("react-grounded-unread-answer", "react", ["Thought: a\nFinal: Krakow"], config={"grounded": True}),
+    Scenario(
+        "react-grounded-yes-final-only",
+        "react",
+        ["Thought: a\nAction: search[Warsaw]", "Thought: b\nFinal: yes"],
+        question="Is Warsaw the capital of Poland?",
+        config={"grounded": True, "max_steps": 2, "budget_hint": True},
+    ),
+    Scenario(
+        "react-first-search",
+        "react",
+        ["Thought: found\nFinal: Warsaw"],
+        config={"first_search": True, "budget_hint": True},
+    ),
+    Scenario(
+        "react-first-search-brackets-grounded",
+        "react",
+        ["Thought: x\nFinal: 1867"],
+        question="When [year] was  Marie Curie born?",
+        config={"first_search": True, "grounded": True},
+    ),
+    Scenario(
+        "react-first-search-one-step",
+        "react",
+        ["Thought: x\nFinal: Warsaw"],
+        config={"first_search": True, "max_steps": 1},
+    ),
+    Scenario("act-first-search", "act", ["Final: Warsaw"], config={"first_search": True}),
+    Scenario(
+        "cot-first-search-grounded",
+        "cot",
+        ["Thought: x\nFinal: Marie Curie"],
+        config={"first_search": True, "grounded": True},
+    ),
+    Scenario("standard-grounded", "standard", ["Final: Marie Curie"], config={"grounded": True}),
+    Scenario(
+        "react-min-searches",
+        "react",
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            "Thought: b\nAction: search[marie curie]",
+            "Thought: c\nAction: search[Warsaw]",
+            "Thought: d\nFinal: Warsaw",
+        ],
+        config={"min_searches": 2, "max_steps": 5},
+    ),
+    Scenario(
+        "react-min-searches-last-step",
+        "react",
+        ["Thought: a\nAction: search[Warsaw]", "Thought: b\nFinal: Poland"],
+        config={"min_searches": 3, "max_steps": 2},
+    ),
+    Scenario(
+        "act-min-searches-grounded",
+        "act",
+        ["Action: search[Warsaw]", "Final: Vistula"],
+        config={"min_searches": 1, "grounded": True},
+    ),
+    Scenario(
+        "react-lookup-repeats",
+        "react",
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            "Thought: b\nAction: lookup[Nobel]",
+            "Thought: c\nAction: lookup[Nobel]",
+            "Thought: d\nAction: lookup[Nobel]",
+            "Thought: e\nFinal: 1903",
+        ],
+        config={"max_steps": 6},
+    ),
+    Scenario(
+        "knowagent-first-search-grounded-min-searches",
+        "knowagent",
+        [
+            "ActionPath: Start -> Search\nThought: x\nAction: search[Warsaw]\n",
+            "ActionPath: Search -> Finish\nThought: y\nFinal: Warsaw",
+        ],
+        config={"first_search": True, "grounded": True, "min_searches": 2},
+    ),
+    Scenario(
+        "critic-first-search-grounded-min-searches",
+        "critic",
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            _facts(BORN),
+            _critique(False, missing="x"),
+            "Thought: b\nAction: search[Warsaw]",
+            _facts(RIVER),
+            _critique(False, missing="y"),
+            "Thought: c\nFinal: Warsaw",
+        ],
+        config={"first_search": True, "grounded": True, "min_searches": 2, "max_steps": 3},
+    ),
+    Scenario(
+        "plan-first-search-grounded-min-searches",
+        "plan",
+        [_plan(("search", "Marie Curie")), _verdict(True), "Final: Warsaw"],
+        config={"first_search": True, "grounded": True, "min_searches": 2},
+    ),
+    Scenario(
+        "react-samples",
+        "react",
+        [
+            "Thought: a\nFinal: Warsaw",
+            "Thought: b\nAction: search[Paris]",
+            "Thought: c\nFinal: Paris",
+            "Thought: d\nFinal: the Paris.",
+        ],
+        config={"samples": 3, "temperature": 0.2},
+        session=True,
+    ),
+    Scenario(
+        "react-scope-refused-by-rule",
+        "react",
+        [],
+        question="How tall is Mount Everest?",
+        config={"scope": SCOPE},
+        session=True,
+    ),
+    Scenario("react-scope-refused-by-model", "react", ["no"], question=CAT_Q, config={"scope": SCOPE}, session=True),
+    Scenario(
+        "react-scope-kept-samples",
+        "react",
+        ["yes", "Thought: x\nFinal: Warsaw", "Thought: y\nFinal: Warsaw"],
+        question=CAT_Q,
+        config={"scope": SCOPE, "samples": 2, "grounded": False},
+        session=True,
+    ),
+    Scenario(
+        "knowagent-scope-refused",
+        "knowagent",
+        [],
+        question="How tall is Mount Everest?",
+        config={"scope": SCOPE},
+        session=True,
+    ),
+    Scenario(
+        "knowagent-samples",
+        "knowagent",
+        [
+            Completion(KNOW_SEARCH, rejections=[(21, "Lookup")]),
+            "ActionPath: Search -> Finish\nThought: y\nFinal: Warsaw",
+            KNOW_SEARCH,
+            "ActionPath: Search -> Finish\nThought: y\nFinal: Paris",
+        ],
+        config={"samples": 2},
+        session=True,
+    ),
+    Scenario(
+        "critic-samples",
+        "critic",
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            _facts(BORN),
+            _critique(True, answer="Warsaw"),
+            "Thought: b\nFinal: Warsaw",
+        ],
+        config={"samples": 2},
+        session=True,
+    ),
+    Scenario(
+        "plan-samples-scope",
+        "plan",
+        ["yes", _plan(("search", "Marie Curie")), _verdict(True), "Final: Warsaw", _plan(), "Final: Paris"],
+        question=CAT_Q,
+        config={"samples": 2, "scope": SCOPE},
+        session=True,
+    ),
+]
+
+
 def run_scenario(scenario: Scenario, index: Any) -> dict[str, Any]:
     backend = Recorder(OverflowingScripted(scenario.outputs), keep_prompt_tail=400)
     strategy = agent_class(scenario.agent)
     log = EventLog()
-    agent = strategy(
-        backend, build_tools(index, agent_tools(strategy)), AgentConfig(**scenario.config), log.callbacks()
-    )
+    config = AgentConfig(**scenario.config)
     try:
-        trajectory = (
-            agent.run(scenario.question, scenario.history) if scenario.history else agent.run(scenario.question)
-        )
+        if scenario.session:
+            session = Session(backend=backend, index=index, corpus="tiny", agent=scenario.agent)
+            trajectory = session.ask(scenario.question, config, log.callbacks(), scenario.history)
+        else:
+            agent = strategy(backend, build_tools(index, agent_tools(strategy)), config, log.callbacks())
+            trajectory = (
+                agent.run(scenario.question, scenario.history) if scenario.history else agent.run(scenario.question)
+            )
     except Exception as exc:
         raise AssertionError(f"{scenario.name}: {exc}") from exc
     assert not backend.inner._queue, f"{scenario.name}: outputs left over"
@@ -585,17 +800,28 @@ def real_questions() -> list[str]:
     return [json.loads(line)["question"] for line in lines[:REAL_QUESTIONS]]
 
 
-def real_runs() -> list[tuple[str, str, list[Turn]]]:
-    """(strategy, question, history) of every recorded real run, in the order they run."""
+def real_runs() -> list[tuple[str, str, list[Turn], dict[str, Any]]]:
+    """(strategy, question, history, settings beyond real_config) of every recorded real run, in the order they run."""
     questions = real_questions()
-    runs = [(name, question, []) for name in STRATEGIES for question in questions]
+    runs: list[tuple[str, str, list[Turn], dict[str, Any]]] = [
+        (name, question, [], {}) for name in STRATEGIES for question in questions
+    ]
     follow = [Turn(questions[0], "1819")]
-    runs += [("react", "And where was she born?", follow), ("plan", "Did George Eliot write it in English?", follow)]
+    runs += [
+        ("react", "And where was she born?", follow, {}),
+        ("plan", "Did George Eliot write it in English?", follow, {}),
+    ]
+    # main's answer controls on the model: grounded answers with the opening search, and two searches first.
+    runs += [
+        ("react", questions[0], [], {"grounded": True, "first_search": True}),
+        ("react", questions[1], [], {"min_searches": 2}),
+        ("knowagent", questions[2], [], {"grounded": True, "first_search": True}),
+    ]
     return runs
 
 
-def real_config() -> AgentConfig:
-    return AgentConfig(max_steps=4, temperature=0.0, seed=0)
+def real_config(**settings: Any) -> AgentConfig:
+    return AgentConfig(max_steps=4, temperature=0.0, seed=0, **settings)
 
 
 def sample_index() -> Any:
@@ -607,20 +833,21 @@ def sample_index() -> Any:
 def run_real(backend: Any, index: Any, on_run: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Every real run on `backend` (reset before each, so a run never depends on the cache of the one before)."""
     runs = []
-    for name, question, history in real_runs():
+    for name, question, history, settings in real_runs():
         if on_run:
             on_run(name, question)
         if hasattr(backend, "llm"):
             backend.llm.reset()
         recorder = Recorder(backend, keep_completion=True)
         strategy = agent_class(name)
-        agent = strategy(recorder, build_tools(index, agent_tools(strategy)), real_config())
+        agent = strategy(recorder, build_tools(index, agent_tools(strategy)), real_config(**settings))
         trajectory = agent.run(question, history) if history else agent.run(question)
         runs.append(
             {
                 "agent": name,
                 "question": question,
                 "history": [turn.to_dict() for turn in history],
+                "settings": settings,
                 "calls": recorder.calls,
                 "counts": recorder.counts,
                 "trajectory": normalise(trajectory),
@@ -635,7 +862,7 @@ def replay_real(recorded: dict[str, Any], index: Any) -> list[dict[str, Any]]:
     for run in recorded["runs"]:
         backend = ReplayBackend(recorded["backend"], run["calls"], run["counts"])
         strategy = agent_class(run["agent"])
-        agent = strategy(backend, build_tools(index, agent_tools(strategy)), real_config())
+        agent = strategy(backend, build_tools(index, agent_tools(strategy)), real_config(**run["settings"]))
         history = [Turn.from_dict(turn) for turn in run["history"]]
         trajectory = agent.run(run["question"], history) if history else agent.run(run["question"])
         assert backend.position == len(run["calls"]), f"{run['agent']}: fewer calls than recorded"

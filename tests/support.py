@@ -9,7 +9,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the repository; OFFLINE_AGENT_SHARED_DATA points elsewhere (a worktree in another folder).
+SHARED_DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
+
+
+def needs_shared_data(path: Path) -> Path:
+    """`path` under ../shared/data; skips the test with the reason when it is missing, fails under CI."""
+    if path.exists():
+        return path
+    message = f"missing evaluation data {path} (../shared/data beside the repository)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def smollm_path() -> Path:

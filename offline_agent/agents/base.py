@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from offline_agent.errors import ConfigError
 from offline_agent.prompts import PromptParts, agent_prompt, render_chat
 from offline_agent.steps import STOP_REASONS, StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
+from offline_agent.tools.corpus import SearchSettings
 
 EARLY_STOPPING = ("generate", "force")
 # Earlier answered turns a chat shows by default (Strategy.context_for).
@@ -64,18 +66,44 @@ class AgentConfig:
     budget_hint: bool = False
     # KnowAgent's action graph (a TOML file); None: the graph shipped with the package. Other agents ignore it.
     action_graph: str | None = None
+    # The Final may only be a span of the question or an Observation, or yes/no (grounding.py); each step's
+    # grammar is rebuilt from what the run has read.
+    grounded: bool = False
+    # What a search shows (tools.corpus.SearchSettings): passages per search, head or best sentences, title boost.
+    search_k: int = 3
+    snippet: str = "head"
+    title_boost: bool = False
+    # Final is allowed only once this many searches have succeeded, and until then only a search may be written
+    # (the last step may still only answer): a small model answers after its first search even when the question
+    # needs a second hop.
+    min_searches: int = 0
+    # Self-consistency: this many runs of the question (the first as configured, the others sampled) and a vote.
+    samples: int = 1
+    # The run opens with a search for the question itself, written by the agent, not the model: with BM25 the whole
+    # question finds the supporting passages better than the keywords a small model picks.
+    first_search: bool = False
+    # What the corpus is about (agents/scope.py): a question outside it is refused before any search.
+    scope: str | None = None
 
     def __post_init__(self) -> None:
+        self.search_settings()  # bad search settings fail here
         if self.early_stopping not in EARLY_STOPPING:
             raise ConfigError(f"unknown early_stopping {self.early_stopping!r}; choose from {list(EARLY_STOPPING)}")
         if self.max_steps < 1:
             raise ConfigError("max_steps must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise ConfigError("max_seconds must be positive")
+        if not 1 <= self.samples <= 32:
+            raise ConfigError("samples must be between 1 and 32")
+        if self.min_searches < 0:
+            raise ConfigError("min_searches must be at least 0")
         if self.max_tokens < 16:
             raise ConfigError("max_tokens must be at least 16")
         if not 0.0 <= self.temperature <= 5.0:
             raise ConfigError("temperature must be between 0 and 5")
+
+    def search_settings(self) -> SearchSettings:
+        return SearchSettings(k=self.search_k, snippet=self.snippet, title_boost=self.title_boost)
 
 
 @dataclass
@@ -182,6 +210,12 @@ class Strategy:
             eos_token=self.backend.eos_token,
         )
 
+    def shared_prefix(self, parts: PromptParts) -> str:
+        """The start of the prompt that does not depend on the question: the template up to the user's message."""
+        first = self.prompt_prefix(PromptParts(system=parts.system, user="A"))
+        second = self.prompt_prefix(PromptParts(system=parts.system, user="B"))
+        return first[: len(os.path.commonprefix([first, second]))]
+
     def new_trajectory(self, question: str, parts: PromptParts, turns: Sequence[Turn]) -> Trajectory:
         """An empty trajectory carrying what makes the run reproducible (hashes, seed, settings, shown turns)."""
         c = self.config
@@ -201,6 +235,7 @@ class Strategy:
             history=list(turns),
             early_stopping=c.early_stopping,
             budget_hint=c.budget_hint,
+            grounded=c.grounded,
         )
 
     # --- the run ------------------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from offline_agent.agents.step_runner import JsonCall, TurnResult
 from offline_agent.backends.base import Backend
 from offline_agent.details import CallDetails, CriticDetails, CritiqueDetails, ExtractionDetails
 from offline_agent.prompts import PromptParts, describe_tools, history_text, prompt_text
-from offline_agent.steps import Step, StepRecord, Trajectory, Turn
+from offline_agent.steps import Action, Step, StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
 
 FACT_MAX = 160
@@ -148,7 +148,12 @@ class CriticAgent(ReActAgent):
 
     def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> CriticState:
         # No ReAct prefix and scratchpad: each round's prompt is rebuilt from the memory (step_prompt).
-        return CriticState(trajectory, deadline=deadline, head=parts.user)
+        grounding = self.new_grounding(trajectory)
+        return CriticState(trajectory, deadline=deadline, parts=parts, grounding=grounding, head=parts.user)
+
+    def opening_action(self, state: LoopState) -> Action | None:
+        """None: the rounds start from the memory; first_search is not used (the memory would not hold its facts)."""
+        return None
 
     # --- the hooks ------------------------------------------------------------------------------------------------
 

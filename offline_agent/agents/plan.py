@@ -275,7 +275,7 @@ class PlanAgent(Strategy):
             state,
             record,
             self._chat(user),
-            self.respond_grammar,
+            self.respond_grammar.gbnf,  # GBNF only, as before the backend seam took a grammar's Lark form too
             self.respond_parser,
             seed=self.config.seed + state.calls,
             label="respond",

@@ -8,41 +8,60 @@ What the loop guarantees:
 - on the last allowed step the grammar allows only `Final` (early_stopping "generate"), or the step is an ordinary
   one and a run without a Final stops with stop reason `max_steps` (early_stopping "force");
 - after each Observation the model is told how many steps it has left (budget_hint), appended to that line only;
-- a tool failure becomes the Observation; a repeated identical call is not run again;
-- Observations are cut to a token budget; the prompt only grows, so llama.cpp reuses its cache;
+- a tool failure becomes the Observation; a repeated identical call is not run again, nor a stateful call (lookup)
+  that returns what it returned last time;
+- Observations are cut to a token budget; the prompt only grows, so llama.cpp reuses its cache, and the part of it
+  every question shares is warmed first (`Backend.warm`);
+- with `grounded`, each step's grammar allows only a Final read in the question or an Observation; with
+  `min_searches`, only a search may be written until that many searches succeeded; with `first_search`, the run
+  opens with a search for the question, written by the agent;
 - it stops on Final, max steps, or max seconds, and records why;
 - earlier turns of a chat are shown before the question; `context_for` picks which.
 
 The hooks a strategy built on this loop fills in (all public; react, act, cot and standard are settings of it):
 `step_grammar` (the grammar of each step, from the run so far), `step_prompt` (what the model is shown for the
 next step), `review_step` (check and annotate a parsed step; may refuse it), `after_observation` (what happens once
-a tool has answered; may end the run), and `budget_note` (what an Observation says about the steps left).
+a tool has answered; may end the run), `opening_action` (the Action the agent opens the run with, if any), and
+`budget_note` (what an Observation says about the steps left).
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from offline_agent.agents.base import EARLY_STOPPING, AgentCallbacks, AgentConfig, RunState, Strategy, call_key
 from offline_agent.agents.step_runner import STOP_SEQUENCES
 from offline_agent.backends.base import Backend
-from offline_agent.details import ToolDetails
+from offline_agent.details import GroundingDetails, ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
+from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
-from offline_agent.steps import Step, StepRecord, Trajectory
+from offline_agent.steps import Action, Step, StepRecord, Trajectory
 from offline_agent.tools.base import ToolRegistry
+
+# The Thought of the first_search step.
+OPENING_THOUGHT = "First I search for the question itself."
+# Tools that bring new documents into the run (min_searches counts these).
+SEARCH_TOOLS = ("search", "retrieve")
 
 
 @dataclass
 class LoopState(RunState):
-    """A run of the step loop: the chat-template prompt up to the first step, the scratchpad of steps and
-    Observations after it, and the tool calls made (by their call_key, with the step that made them)."""
+    """A run of the step loop: its prompt parts, the chat-template prompt up to the first step, the scratchpad of
+    steps and Observations after it, the tool calls made (by their call_key, with the step that made them), what
+    each stateful call last returned, what the run has read (grounded runs), and the index of the next step."""
 
+    parts: PromptParts | None = None
     prefix: str = ""
     scratchpad: str = ""
     calls: dict[str, int] = field(default_factory=dict)
+    returned: dict[str, tuple[int, str]] = field(default_factory=dict)
+    grounding: Grounding | None = None
+    next_index: int = 0
 
 
 class ReActAgent(Strategy):
@@ -70,39 +89,94 @@ class ReActAgent(Strategy):
             thought_max=c.thought_max,
             argument_max=c.argument_max,
             final_max=c.final_max,
+            grounded=c.grounded,
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
         self.parser: StepParser = parser_for(self.spec)
         self.final_parser: StepParser = parser_for(self.spec.final_only())
+        # A step before min_searches successful searches: a search only (when the strategy can search).
+        finders = tuple(t.name for t in self.spec.callable_tools if t.name in SEARCH_TOOLS)
+        self.search_spec = replace(self.spec, allow_final=False, allowed_tools=finders) if finders else self.spec
+        self.search_grammar: StepGrammar = build_grammar(self.search_spec)
+        self.search_parser: StepParser = parser_for(self.search_spec)
 
     @property
     def grammar_sha256(self) -> str:
         return hashlib.sha256(f"{self.grammar.sha256}\0{self.final_grammar.sha256}".encode()).hexdigest()
 
     def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> LoopState:
-        return LoopState(trajectory, deadline=deadline, prefix=self.prompt_prefix(parts))
+        return LoopState(
+            trajectory,
+            deadline=deadline,
+            parts=parts,
+            prefix=self.prompt_prefix(parts),
+            grounding=self.new_grounding(trajectory),
+        )
+
+    def new_grounding(self, trajectory: Trajectory) -> Grounding | None:
+        """What a grounded run has read before its first step: the question (None: the run is not grounded)."""
+        return Grounding([trajectory.question]) if self.config.grounded else None
 
     # --- the loop ---------------------------------------------------------------------------------------------------
+
+    def begin(self, state: RunState) -> None:
+        """Warm the backend's cache with the prompt start every question shares, then the opening step, if any."""
+        assert isinstance(state, LoopState) and state.parts is not None
+        self.backend.warm(self.shared_prefix(state.parts))
+        action = self.opening_action(state)
+        if action is not None:
+            self.open_with(state, action)
+
+    def open_with(self, state: LoopState, action: Action) -> None:
+        """Step 0 written by the agent: `action`, as if the model had written it, with its Observation."""
+        thought = OPENING_THOUGHT if self.uses_thought else None
+        raw = (f"Thought: {OPENING_THOUGHT}\n" if self.uses_thought else "") + f"Action: {action.render()}"
+        if self.callbacks.on_step_start:
+            self.callbacks.on_step_start(0, False)
+        record = StepRecord(index=0, raw=raw, thought=thought)
+        self.details(record).opening = True
+        state.trajectory.steps.append(record)
+        step = Step(thought=thought, action=action)
+        observation = self.act(state, record, step)
+        self.after_observation(state, record, step, observation)
+        self.step_done(record)
+        state.next_index = 1
 
     def loop(self, state: RunState) -> None:
         assert isinstance(state, LoopState)
         c = self.config
         trajectory = state.trajectory
-        for index in range(c.max_steps):
+        for index in range(state.next_index, c.max_steps):
             if state.out_of_time():
                 return
             final_only = self.is_final_only(index)
             if self.callbacks.on_step_start:
                 self.callbacks.on_step_start(index, final_only)
-            record = StepRecord(index=index, raw="", final_only=final_only)
+            started = time.monotonic()
             grammar, parser = self.step_grammar(state, index, final_only)
+            record = StepRecord(index=index, raw="", final_only=final_only)
+            grounded = grammar.spec.grounded and c.grammar
+            if grounded:
+                built = round(time.monotonic() - started, 4)
+                self.details(record).grounding = GroundingDetails(len(state.grounding or ()), built)
             prompt = self.step_prompt(state, index)
             turn = self.runner.step(
-                state, record, prompt, grammar, parser, seed=c.seed + index, label=f"step {index + 1}"
+                state,
+                record,
+                prompt,
+                grammar,
+                parser,
+                seed=c.seed + index,
+                label=f"step {index + 1}",
+                grounding=state.grounding,
             )
             if turn.rejections:  # where the grammar overruled the model's first choice
                 self.details(record).rejections = turn.rejections
+            if grounded and turn.value is not None and turn.value.is_final:
+                details = self.details(record)
+                assert details.grounding is not None
+                details.grounding.refused = _refused_in_final(record.raw, turn.last_rejections)
             step = self.review_step(state, record, turn.value)
             trajectory.steps.append(record)
             if step is None:
@@ -129,10 +203,33 @@ class ReActAgent(Strategy):
         return index == c.max_steps - 1 and c.grammar and c.early_stopping == "generate"
 
     def step_grammar(self, state: LoopState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
-        """The grammar and parser of step `index`, which may depend on the run so far (`state.trajectory`)."""
+        """The grammar and parser of step `index`, which may depend on the run so far (`state.trajectory`).
+
+        Before min_searches successful searches: a search only. Grounded: the grammar's Final is rebuilt from what
+        the run has read (the parser stays the same; it checks the span against `state.grounding`).
+        """
+        if not final_only and self.searches(state) < self.config.min_searches:
+            return self.search_grammar, self.search_parser
+        if state.grounding is not None:
+            spec = self.spec.final_only() if final_only else self.spec
+            return build_grammar(spec, state.grounding), self.final_parser if final_only else self.parser
         if final_only:
             return self.final_grammar, self.final_parser
         return self.grammar, self.parser
+
+    def searches(self, state: LoopState) -> int:
+        """Searches (search or retrieve calls) of this run that succeeded."""
+        steps = state.trajectory.steps
+        return sum(1 for step in steps if step.action in SEARCH_TOOLS and not step.tool_error)
+
+    def opening_action(self, state: LoopState) -> Action | None:
+        """The Action the run opens with, written by the agent: with first_search, search[the question]; None when
+        not configured (or there is no search tool, or only one step, which must answer)."""
+        c = self.config
+        if not (c.first_search and self.uses_tools and "search" in self.tools and c.max_steps > 1):
+            return None
+        question = " ".join(state.trajectory.question.replace("[", "(").replace("]", ")").split())
+        return Action("search", question)
 
     def step_prompt(self, state: LoopState, index: int) -> str:
         """What the model is shown for step `index`: the prompt, then every step and Observation so far."""
@@ -144,7 +241,10 @@ class ReActAgent(Strategy):
         return step
 
     def after_observation(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
-        """What happens once the tool has answered: the step and its Observation join the scratchpad."""
+        """What happens once the tool has answered: a grounded run reads the Observation (unless the tool failed),
+        and the step and its Observation join the scratchpad."""
+        if state.grounding is not None and not record.tool_error:
+            state.grounding.add(observation)
         state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(record.index))
 
     def budget_note(self, index: int) -> str | None:
@@ -168,21 +268,23 @@ class ReActAgent(Strategy):
         record.action = action.tool
         record.argument = action.argument
         tool = self.tools.get(action.tool) if action.tool in self.tools else None
-        # A stateful tool (lookup walks through matches) may rightly be called twice with the same argument.
-        key = None if getattr(tool, "is_stateful", False) else call_key(action.tool, action.argument)
-        if key is not None and key in state.calls:
-            record.observation = (
-                f"You already ran {action.render()} at step {state.calls[key] + 1}; its result is above. "
-                "Use different keywords, another tool, or give the Final answer."
-            )
-            record.tool_error = True
-            return record.observation
+        # A stateful tool (lookup walks through matches) may rightly be called twice with the same argument; it is
+        # a repeat only when it returns what it returned last time (a keyword with no further match, say).
+        stateful = getattr(tool, "is_stateful", False)
+        call = call_key(action.tool, action.argument)
+        if not stateful and call in state.calls:
+            return self.repeat(record, action, state.calls[call])
         if self.callbacks.on_tool_start:
             self.callbacks.on_tool_start(action.tool, action.argument)
         result = self.tools.run(action.tool, action.argument)
+        if stateful:
+            earlier = state.returned.get(call)
+            state.returned[call] = (record.index, result.observation)
+            if earlier is not None and earlier[1] == result.observation:
+                return self.repeat(record, action, earlier[0])
         record.tool_error = result.is_error
-        if key is not None and not result.is_error:
-            state.calls[key] = record.index
+        if not stateful and not result.is_error:
+            state.calls[call] = record.index
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))
         if reported is not None:
             self.details(record).tool = reported
@@ -191,7 +293,33 @@ class ReActAgent(Strategy):
             self.callbacks.on_tool_end(action.tool, action.argument, record.observation, result.is_error)
         return record.observation
 
+    def repeat(self, record: StepRecord, action: Action, earlier: int) -> str:
+        """The Observation of a call that would only repeat step `earlier`'s result."""
+        record.observation = (
+            f"You already ran {action.render()} at step {earlier + 1}; its result is above. "
+            "Use different keywords, another tool, or give the Final answer."
+        )
+        record.tool_error = True
+        return record.observation
+
+
+def _refused_in_final(raw: str, rejections: Sequence[tuple[int, str]]) -> int:
+    """How often the grammar refused the model's first choice inside the Final answer (grounding at work)."""
+    start = raw.find("Final: ")
+    if start < 0:
+        return 0
+    return sum(1 for offset, _ in rejections if offset >= start + len("Final: "))
+
 
 # EARLY_STOPPING, STOP_SEQUENCES, AgentCallbacks and AgentConfig lived here before the strategy seam; the CLI reads them
 # from here still.
-__all__ = ["EARLY_STOPPING", "STOP_SEQUENCES", "AgentCallbacks", "AgentConfig", "LoopState", "ReActAgent"]
+__all__ = [
+    "EARLY_STOPPING",
+    "OPENING_THOUGHT",
+    "SEARCH_TOOLS",
+    "STOP_SEQUENCES",
+    "AgentCallbacks",
+    "AgentConfig",
+    "LoopState",
+    "ReActAgent",
+]

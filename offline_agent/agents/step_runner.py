@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from offline_agent.backends.base import Backend
+from offline_agent.backends.base import Backend, DecoderGrammar
 from offline_agent.details import Rejection
 from offline_agent.errors import ContextOverflowError, StepParseError
-from offline_agent.grammar import JsonGrammar, StepGrammar, json_grammar
+from offline_agent.grammar import JsonGrammar, json_grammar
+from offline_agent.grounding import Grounding
 from offline_agent.parse import JsonParser, StepParser, json_parser_for
 from offline_agent.steps import Step, StepRecord, Timings, Usage
 
@@ -59,6 +60,8 @@ class TurnResult:
     usage: Usage = field(default_factory=Usage)
     timings: Timings = field(default_factory=Timings)
     rejections: list[Rejection] = field(default_factory=list)
+    # The last attempt's own rejections (empty when it had none, even if an earlier attempt had some).
+    last_rejections: list[Rejection] = field(default_factory=list)
     # The last attempt's parse error (None when it parsed), and the error of a cut-off first attempt that was retried.
     error: StepParseError | None = None
     retried_error: StepParseError | None = None
@@ -84,15 +87,19 @@ class StepRunner:
         self,
         state: RunState | None,
         prompt: str,
-        grammar: str,
+        grammar: str | DecoderGrammar,
         parser: StepParser | JsonParser,
         *,
         max_tokens: int,
         stop: tuple[str, ...],
         seed: int,
         stream: bool,
+        grounding: Grounding | None = None,
     ) -> TurnResult:
-        """One model turn with its retry (see the module docstring). With a state, a stop is booked on the run."""
+        """One model turn with its retry (see the module docstring). With a state, a stop is booked on the run.
+
+        `grammar` goes to the backend as it is (a StepGrammar carries its Lark form too, a string is GBNF);
+        `grounding` is what a grounded step's Final is checked against."""
         c = self.config
         result = TurnResult()
         started = time.monotonic()
@@ -119,15 +126,20 @@ class StepRunner:
             result.timings += completion.timings
             result.text = completion.text
             result.finish_reason = completion.finish_reason
+            result.last_rejections = [(int(offset), str(piece)) for offset, piece in completion.rejections]
             if completion.rejections:
-                result.rejections = [(int(offset), str(piece)) for offset, piece in completion.rejections]
+                result.rejections = result.last_rejections
             if completion.finish_reason == "interrupted":
                 result.stopped = "timeout"
                 if state is not None:
                     state.stop("timeout")
                 break
             try:
-                result.value = parser.parse(completion.text)
+                if grounding is None:
+                    result.value = parser.parse(completion.text)
+                else:
+                    assert isinstance(parser, StepParser)
+                    result.value = parser.parse(completion.text, grounding=grounding)
             except StepParseError as exc:
                 result.error = exc
                 if completion.finish_reason == "length" and attempt == 1:
@@ -143,17 +155,26 @@ class StepRunner:
         state: RunState,
         record: StepRecord,
         prompt: str,
-        grammar: StepGrammar,
+        grammar: str | DecoderGrammar,
         parser: StepParser,
         *,
         seed: int,
         label: str,
         stop: tuple[str, ...] = STOP_SEQUENCES,
+        grounding: Grounding | None = None,
     ) -> TurnResult:
         """A step turn (streamed), booked onto `record`; one that does not parse ends the run as `error`, the
         message starting with `label` ("step 3"). The parsed Step is `result.value` (None: the run stopped)."""
         result = self.turn(
-            state, prompt, grammar.gbnf, parser, max_tokens=self.config.max_tokens, stop=stop, seed=seed, stream=True
+            state,
+            prompt,
+            grammar,
+            parser,
+            max_tokens=self.config.max_tokens,
+            stop=stop,
+            seed=seed,
+            stream=True,
+            grounding=grounding,
         )
         self.book(record, result)
         step: Step | None = result.value

@@ -6,6 +6,9 @@ turn, why it ended, and what it cost (prompt, cached and generated tokens; promp
 special tokens a template may write (as text; None when the model has none), and `count_tokens` measures text in
 the model's tokens, so the loop can cut Observations and watch the context window. `capabilities` says what a
 backend can do beyond writing text; a metric that needs a capability the backend lacks is reported as n/a, not 0.
+
+A class fits the protocol by having these members; it need not subclass anything (tests/test_backend_contract.py
+runs a plain class through the agent). Backends are built by name through `registry.build_backend`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,20 @@ from offline_agent.steps import Completion
 TokenCallback = Callable[[str], None]
 
 
+@runtime_checkable
+class DecoderGrammar(Protocol):
+    """A step's grammar as a backend receives it: GBNF, and optionally the same language in llguidance's Lark
+    dialect (grammar.StepGrammar has both; a plain string is GBNF)."""
+
+    gbnf: str
+    llguidance: str | None
+
+
+def gbnf_of(grammar: str | DecoderGrammar) -> str:
+    """The GBNF text of a grammar handed to `complete`."""
+    return grammar if isinstance(grammar, str) else grammar.gbnf
+
+
 @dataclass(frozen=True)
 class BackendCapabilities:
     """What a backend can do beyond writing text."""
@@ -29,6 +46,10 @@ class BackendCapabilities:
     reuses_prefix_cache: bool = False
     # It fills Completion.rejections: where the grammar refused the model's first choice.
     reports_rejections: bool = False
+    # count_tokens uses the model's own tokenizer (False: an estimate, e.g. a server without a tokenize endpoint).
+    exact_token_counts: bool = True
+    # complete() may be called from several threads at once (a server that batches); in-process models may not.
+    concurrent_requests: bool = False
 
 
 @runtime_checkable
@@ -46,7 +67,7 @@ class Backend(Protocol):
         self,
         prompt: str,
         *,
-        grammar: str | None = None,
+        grammar: str | DecoderGrammar | None = None,
         max_tokens: int = 256,
         stop: Sequence[str] = (),
         temperature: float = 0.0,
@@ -56,6 +77,11 @@ class Backend(Protocol):
     ) -> Completion: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+    def warm(self, prefix: str) -> None:
+        """Get ready for prompts that start with `prefix` (the part every question shares): a backend with a
+        prefix cache evaluates it now or loads it from an earlier run; others do nothing."""
+        ...
 
     def describe(self) -> dict[str, Any]:
         """What identifies the model in a trajectory (name, path, sha256, settings)."""

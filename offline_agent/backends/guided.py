@@ -1,4 +1,4 @@
-"""Grammar-constrained decoding at the speed of free text, for the llama.cpp backend.
+"""Grammar-constrained decoding at the speed of free text, for the llama.cpp and transformers backends.
 
 llama-cpp-python's `grammar=` puts llama.cpp's grammar sampler in front of sampling, so every token checks the
 whole vocabulary against the grammar (measured: generation 2x to 4.6x slower). Here the grammar engine is
@@ -25,7 +25,19 @@ from typing import Any
 
 import numpy as np
 
+from offline_agent.backends.base import DecoderGrammar, gbnf_of
 from offline_agent.errors import GrammarError, ModelError
+
+# Compiled grammars a GrammarCache keeps (oldest dropped first): the step grammars of every strategy fit many
+# times over, while the grammars of grounded steps, new at every step, do not pile up.
+MATCHERS_KEPT = 64
+
+
+def _decoder_text(grammar: DecoderGrammar) -> tuple[str, str]:
+    """(dialect, text) to hand llguidance: its own Lark form when the grammar has one, else the GBNF."""
+    if grammar.llguidance:
+        return "lark", grammar.llguidance
+    return "gbnf", grammar.gbnf
 
 
 @dataclass(frozen=True)
@@ -75,41 +87,73 @@ class TokenSampler:
 
 
 class GrammarCache:
-    """llguidance tokenizer for one llama.cpp vocabulary, and compiled grammars by their GBNF text."""
+    """An llguidance tokenizer for one vocabulary, and compiled grammars by their text.
 
-    def __init__(self, llm: Any) -> None:
-        try:
-            import llguidance
-            import llguidance.llamacpp
-            import llguidance.numpy
-        except ImportError as exc:  # pragma: no cover - a core dependency
-            raise GrammarError("the llguidance grammar engine is not installed: pip install llguidance") from exc
+    Built from a llama.cpp model (`from_llama`) or a Hugging Face fast tokenizer (`from_hf_tokenizer`); `n_vocab`
+    is the width of the model's logits row, which may exceed the tokenizer's vocabulary (padding rows).
+    """
+
+    def __init__(self, tokenizer: Any, n_vocab: int, tokenizer_s: float = 0.0) -> None:
+        llguidance = _import_llguidance()
         self._llg = llguidance
-        self.n_vocab = llm.n_vocab()
+        self.tokenizer = tokenizer
+        self.n_vocab = n_vocab
+        self.tokenizer_s = tokenizer_s
+        self._matchers: dict[str, Any] = {}
+        self.compile_s: dict[str, float] = {}
+        self.last_compile_s = 0.0
+        self._bitmask = llguidance.numpy.allocate_token_bitmask(1, self.n_vocab)
+
+    @classmethod
+    def from_llama(cls, llm: Any) -> GrammarCache:
+        """The cache for a llama-cpp-python `Llama`'s vocabulary."""
+        _import_llguidance()
+        import llguidance.llamacpp
+
+        n_vocab = llm.n_vocab()
         started = time.perf_counter()
         with warnings.catch_warnings():
             # llguidance reads every token's attributes through a llama_cpp call that warns once per token.
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab, n_vocab=self.n_vocab)
-        self.tokenizer_s = time.perf_counter() - started
-        self._matchers: dict[str, Any] = {}
-        self.compile_s: dict[str, float] = {}
-        self._bitmask = llguidance.numpy.allocate_token_bitmask(1, self.n_vocab)
+            tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab, n_vocab=n_vocab)
+        return cls(tokenizer, n_vocab, time.perf_counter() - started)
 
-    def matcher(self, gbnf: str) -> Any:
-        """A fresh matcher at the start of `gbnf` (compiled on first use, copied after)."""
-        pristine = self._matchers.get(gbnf)
+    @classmethod
+    def from_hf_tokenizer(cls, hf_tokenizer: Any, n_vocab: int) -> GrammarCache:
+        """The cache for a Hugging Face fast tokenizer (transformers), logits rows `n_vocab` wide."""
+        _import_llguidance()
+        import llguidance.hf
+
+        started = time.perf_counter()
+        try:
+            tokenizer = llguidance.hf.from_tokenizer(hf_tokenizer, n_vocab=n_vocab)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise GrammarError(f"llguidance cannot use this model's tokenizer: {exc}") from exc
+        return cls(tokenizer, n_vocab, time.perf_counter() - started)
+
+    def matcher(self, grammar: str | DecoderGrammar) -> Any:
+        """A fresh matcher at the start of `grammar` (GBNF, or its llguidance Lark form when it has one; compiled
+        on first use and copied after; the last MATCHERS_KEPT grammars are kept)."""
+        kind, text = ("gbnf", grammar) if isinstance(grammar, str) else _decoder_text(grammar)
+        pristine = self._matchers.pop(text, None)
         if pristine is None:
             started = time.perf_counter()
             try:
-                grammar = self._llg.grammar_from("gbnf", gbnf)
+                compiled = self._llg.grammar_from(kind, text)
             except ValueError as exc:
                 raise GrammarError(f"the grammar does not compile: {exc}") from exc
-            pristine = self._llg.LLMatcher(self.tokenizer, grammar, log_level=0)
+            pristine = self._llg.LLMatcher(self.tokenizer, compiled, log_level=0)
             if pristine.is_error():
                 raise GrammarError(f"the grammar does not compile: {pristine.get_error()}")
-            self._matchers[gbnf] = pristine
-            self.compile_s[gbnf] = time.perf_counter() - started
+            self.compile_s[text] = time.perf_counter() - started
+            self.last_compile_s = self.compile_s[text]
+            while len(self._matchers) >= MATCHERS_KEPT:  # grounded steps make a new grammar each step
+                oldest = next(iter(self._matchers))
+                del self._matchers[oldest]
+                self.compile_s.pop(oldest, None)
+        else:
+            self.last_compile_s = 0.0
+        self._matchers[text] = pristine  # most recently used last
         return pristine.deep_copy()
 
     def masked(self, matcher: Any, logits: np.ndarray) -> np.ndarray:
@@ -119,6 +163,15 @@ class GrammarCache:
         out = logits.astype(np.float32, copy=True)
         out[bits == 0] = -np.inf
         return out
+
+
+def _import_llguidance() -> Any:
+    try:
+        import llguidance
+        import llguidance.numpy
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise GrammarError("the llguidance grammar engine is not installed: pip install llguidance") from exc
+    return llguidance
 
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
@@ -186,7 +239,8 @@ class LlamaGrammarCache:
         self._pristine: dict[str, Any] = {}
         self.compile_s: dict[str, float] = {}
 
-    def matcher(self, gbnf: str) -> LlamaGrammarCheck:
+    def matcher(self, grammar: str | DecoderGrammar) -> LlamaGrammarCheck:
+        gbnf = gbnf_of(grammar)
         pristine = self._pristine.get(gbnf)
         if pristine is None:
             from offline_agent.grammar import GbnfChecker
