@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent, agent_class
+from offline_agent.agents import AgentCallbacks, AgentConfig, Strategy, agent_class
 from offline_agent.agents.consistency import run_samples
 from offline_agent.agents.scope import check_scope, refusal
 from offline_agent.backends.registry import BackendOptions, build_backend, env_int
@@ -71,7 +71,7 @@ def save_scope(index_folder: Path, scope: str) -> None:
     os.replace(temporary, index_folder / SCOPE_FILE)
 
 
-def agent_tools(agent: str | type[ReActAgent], tools: Sequence[str] = DEFAULT_TOOLS) -> tuple[str, ...]:
+def agent_tools(agent: str | type[Strategy], tools: Sequence[str] = DEFAULT_TOOLS) -> tuple[str, ...]:
     """The tools a run of `agent` gets: `tools`, then the built-in tools the strategy requires (KnowAgent's
     retrieve) that are not among them."""
     strategy = agent_class(agent) if isinstance(agent, str) else agent
@@ -120,12 +120,15 @@ class Session:
         trajectory.corpus = self.corpus
         return trajectory
 
-    def _refused(self, strategy: type[ReActAgent], config: AgentConfig, question: str, verdict: Any) -> Trajectory:
+    def _refused(self, strategy: type[Strategy], config: AgentConfig, question: str, verdict: Any) -> Trajectory:
         """The trajectory of a question refused as out of scope: the check is its only step, the refusal its answer."""
         tools = build_tools(self.index, agent_tools(strategy, self.tools), config.search_settings(), question)
         agent = strategy(self.backend, tools, config)
         trajectory = agent.new_trajectory(question, agent.prompt_parts(question), [])
         verdict.record.final = refusal(config.scope or "")
+        # The check's details, of the strategy's type, so the trajectory reads back as it was written.
+        check = verdict.record.details
+        verdict.record.details = strategy.details_type(scope=check.scope if check is not None else None)
         trajectory.steps = [verdict.record]
         trajectory.answer = verdict.record.final
         trajectory.stop_reason = "out_of_scope"
@@ -137,7 +140,8 @@ class Session:
 
 def _scope_entry(verdict: Any) -> dict[str, Any]:
     """What a trajectory keeps of its scope check."""
-    entry = dict((verdict.record.details or {}).get("scope", {}))
+    details = verdict.record.details
+    entry = details.scope.to_dict() if details is not None and details.scope is not None else {}
     entry.update(in_scope=verdict.in_scope, usage=asdict(verdict.record.usage), seconds=verdict.record.seconds)
     return entry
 

@@ -2,17 +2,32 @@
 and the Turns of a chat.
 
 They hold no behaviour beyond a JSON round trip (`to_dict` / `from_dict`), so a trajectory written to JSONL by one
-version can be read back, compared and scored without a model.
+version can be read back, compared and scored without a model. A step's `details` are typed per strategy
+(details.py); the trajectory's `agent` says which type they read back as.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal, TypeVar
+
+from offline_agent.details import StepDetails, details_type
 
 StopReason = Literal["final", "max_steps", "timeout", "error", "out_of_scope"]
-STOP_REASONS: tuple[str, ...] = ("final", "max_steps", "timeout", "error", "out_of_scope")
+# Why a run stopped. A strategy with a reason of its own adds it with add_stop_reason; the evaluation lists the
+# reasons in this order, unknown ones after.
+STOP_REASONS: list[str] = ["final", "max_steps", "timeout", "error", "out_of_scope"]
+
+D = TypeVar("D", bound=StepDetails)
+
+
+def add_stop_reason(reason: str) -> None:
+    """Allow a new stop reason (a plain lower-case word, such as "refused"); adding one twice is harmless."""
+    if not reason.replace("_", "").isalpha() or not reason.islower():
+        raise ValueError(f"a stop reason is a lower-case word with _, not {reason!r}")
+    if reason not in STOP_REASONS:
+        STOP_REASONS.append(reason)
 
 
 @dataclass(frozen=True)
@@ -128,7 +143,7 @@ class StepRecord:
     action: str | None = None
     argument: str | dict[str, Any] | None = None
     observation: str | None = None
-    details: dict[str, Any] | None = None
+    details: StepDetails | None = None
     final: str | None = None
     parse_error: dict[str, Any] | None = None
     tool_error: bool = False
@@ -139,14 +154,27 @@ class StepRecord:
     timings: Timings = field(default_factory=Timings)
     seconds: float = 0.0
 
+    def ensure_details(self, kind: type[D]) -> D:
+        """The step's details, made (empty, of type `kind`) on first use: a step with nothing to record keeps None."""
+        if self.details is None:
+            self.details = kind()
+        if not isinstance(self.details, kind):
+            raise TypeError(f"step {self.index} holds {type(self.details).__name__}, not {kind.__name__}")
+        return self.details
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(replace(self, details=None))
+        data["details"] = None if self.details is None else self.details.to_dict()
+        return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StepRecord:
+    def from_dict(cls, data: dict[str, Any], details: type[StepDetails] = StepDetails) -> StepRecord:
+        """Read a step back; `details` is the type its details read as (the trajectory's strategy picks it)."""
         data = dict(data)
         data["usage"] = Usage(**data.get("usage", {}))
         data["timings"] = Timings(**data.get("timings", {}))
+        if data.get("details") is not None:
+            data["details"] = details.from_dict(data["details"])
         return cls(**data)
 
 
@@ -202,7 +230,8 @@ class Trajectory:
         return total
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = asdict(replace(self, steps=[]))
+        data["steps"] = [step.to_dict() for step in self.steps]
         data["usage"] = asdict(self.usage)
         return data
 
@@ -210,7 +239,8 @@ class Trajectory:
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
         data = dict(data)
         data.pop("usage", None)
-        data["steps"] = [StepRecord.from_dict(step) for step in data.get("steps", [])]
+        kind = details_type(data.get("agent", "react"))
+        data["steps"] = [StepRecord.from_dict(step, kind) for step in data.get("steps", [])]
         data["history"] = [Turn.from_dict(turn) for turn in data.get("history", [])]
         return cls(**data)
 

@@ -43,7 +43,7 @@ def test_two_searches_then_final(tiny_index) -> None:
     first, second = trajectory.steps[:2]
     assert first.action == "search" and first.argument == "Marie Curie"
     assert first.observation.startswith("[1] Marie Curie:")
-    assert first.details["titles"][0] == "Marie Curie"
+    assert first.details.seen_titles[0] == "Marie Curie"
     assert "Warsaw" in second.observation
     prompts = [call.prompt for call in backend.calls]
     # The prompt only grows, so a real backend reuses its cache for everything before.

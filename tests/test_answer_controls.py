@@ -22,7 +22,7 @@ def test_first_search_opens_with_the_question_written_by_the_agent(tiny_index) -
     trajectory, backend = _run(tiny_index, ["Thought: She was born in Warsaw.\nFinal: Warsaw"], first_search=True)
     opening = trajectory.steps[0]
     assert opening.action == "search" and opening.argument == QUESTION
-    assert opening.details["opening"] is True and "Marie Curie" in opening.observation
+    assert opening.details.opening is True and "Marie Curie" in opening.observation
     assert trajectory.answer == "Warsaw" and len(backend.calls) == 1
     # The model's first call already sees the opening step and its Observation.
     assert f"Action: search[{QUESTION}]\nObservation: " in backend.calls[0].prompt
@@ -74,7 +74,7 @@ def test_grounded_final_is_rebuilt_from_what_was_read_and_recorded(tiny_index) -
     assert after.accepts("Thought: y\nFinal: Warsaw\n")
     assert not after.accepts("Thought: y\nFinal: Krakow\n")
     assert trajectory.grounded is True and trajectory.answer == "Warsaw"
-    assert trajectory.steps[1].details["grounding"]["refused"] == 0
+    assert trajectory.steps[1].details.grounding.refused == 0
 
 
 def test_an_ungrounded_final_with_the_grammar_off_is_a_labelled_parse_error(tiny_index) -> None:

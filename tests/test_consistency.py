@@ -29,7 +29,7 @@ def test_three_samples_answer_by_majority_and_keep_every_run(tiny_index) -> None
     assert trajectory.answer == "Warsaw" and trajectory.stop_reason == "final"
     assert [s["answer"] for s in trajectory.samples] == ["Paris", "Warsaw", "warsaw"]
     assert trajectory.votes == {"paris": 1, "warsaw": 2}
-    assert [step.details["sample"] for step in trajectory.steps] == [0, 1, 1, 2]
+    assert [step.details.sample for step in trajectory.steps] == [0, 1, 1, 2]
     # Run 1 is the configured (greedy) run; the others sample with their own seeds.
     assert [s["temperature"] for s in trajectory.samples] == [0.0, 0.7, 0.7]
     assert len({s["seed"] for s in trajectory.samples}) == 3
@@ -40,4 +40,4 @@ def test_one_sample_is_an_ordinary_run(tiny_index) -> None:
     backend = ScriptedBackend(["Thought: x\nFinal: Warsaw"])
     trajectory = Session(backend=backend, index=tiny_index, corpus="tiny").ask("Where?", AgentConfig())
     assert trajectory.samples == [] and trajectory.votes == {}
-    assert "sample" not in (trajectory.steps[0].details or {})
+    assert trajectory.steps[0].details is None or trajectory.steps[0].details.sample is None

@@ -13,6 +13,7 @@ from support import cli_env
 from offline_agent.agents import AGENTS, AgentConfig, agent_class
 from offline_agent.agents.critic import CriticAgent, Critique, Extraction, Memory
 from offline_agent.backends import ScriptedBackend
+from offline_agent.details import CritiqueDetails, ExtractionDetails
 from offline_agent.errors import ContextOverflowError
 from offline_agent.grammar import json_grammar
 from offline_agent.runner import Session
@@ -52,22 +53,22 @@ def test_the_critic_stops_early_with_its_answer(tiny_index) -> None:
     step = trajectory.steps[0]
     assert step.action == "search" and step.argument == "Marie Curie" and step.final is None
     # The search tool's details stay (the evaluation's support recall reads the titles); the JSON calls join them.
-    assert step.details["titles"][0] == "Marie Curie"
-    assert step.details["extraction"] == {
+    assert step.details.seen_titles[0] == "Marie Curie"
+    assert step.details.extraction.to_dict() == {
         "raw": facts(BORN),
         "attempts": 1,
         "useful": True,
         "facts": [BORN],
         "added": [BORN],
     }
-    assert step.details["critic"] == {
+    assert step.details.critic.to_dict() == {
         "raw": verdict(True, answer="Warsaw"),
         "attempts": 1,
         "sufficient": True,
         "answer": "Warsaw",
         "missing": "",
     }
-    assert step.details["memory"] == [BORN]
+    assert step.details.memory == [BORN]
     # The round's cost is the three calls together.
     assert step.usage.prompt_tokens == sum(backend.count_tokens(call.prompt) for call in backend.calls)
     assert step.usage.generated_tokens == sum(
@@ -105,8 +106,8 @@ def test_the_memory_replaces_the_observations_in_the_next_prompt(tiny_index) -> 
     trajectory = agent.run(QUESTION)
     assert trajectory.stop_reason == "final" and trajectory.answer == "Vistula"
     first, second = trajectory.steps
-    assert first.details["memory"] == [BORN] and second.details["memory"] == [BORN, RIVER]
-    assert second.details["extraction"]["added"] == [RIVER]
+    assert first.details.memory == [BORN] and second.details.memory == [BORN, RIVER]
+    assert second.details.extraction.added == [RIVER]
 
     prompts = [call.prompt for call in backend.calls]
     step_two = prompts[3]
@@ -167,7 +168,7 @@ def test_without_the_grammar_a_run_can_end_at_max_steps(tiny_index) -> None:
     )
     trajectory = agent.run(QUESTION)
     assert trajectory.stop_reason == "max_steps" and trajectory.answer is None
-    assert trajectory.steps[0].details["critic"]["sufficient"] is False
+    assert trajectory.steps[0].details.critic.sufficient is False
 
 
 def test_malformed_json_without_the_grammar_is_recorded_and_the_run_goes_on(tiny_index) -> None:
@@ -187,12 +188,12 @@ def test_malformed_json_without_the_grammar_is_recorded_and_the_run_goes_on(tiny
     assert trajectory.stop_reason == "final" and trajectory.answer == "Vistula" and trajectory.error is None
     assert all(call.grammar is None for call in backend.calls)
     first, second, third = trajectory.steps
-    assert first.details["extraction"]["parse_error"]["label"] == "invalid"
-    assert first.details["extraction"]["raw"] == "Sure! Marie Curie was born in Warsaw."
-    assert first.details["critic"] == {"skipped": "no new facts"} and first.details["memory"] == []
+    assert first.details.extraction.parse_error["label"] == "invalid"
+    assert first.details.extraction.raw == "Sure! Marie Curie was born in Warsaw."
+    assert first.details.critic == CritiqueDetails(skipped="no new facts") and first.details.memory == []
     assert first.parse_error is None  # the step itself parsed; only the JSON call failed
-    assert second.details["critic"]["parse_error"]["label"] == "invalid"
-    assert second.details["critic"]["sufficient"] is False
+    assert second.details.critic.parse_error["label"] == "invalid"
+    assert second.details.critic.sufficient is False
     assert third.final == "Vistula"
 
 
@@ -204,7 +205,7 @@ def test_a_cut_off_json_reply_gets_one_retry_with_twice_the_tokens(tiny_index) -
     trajectory = agent.run("Where was Marie Curie born?")
     assert trajectory.answer == "Warsaw"
     assert [call.max_tokens for call in backend.calls[1:3]] == [160, 320]
-    assert trajectory.steps[0].details["extraction"]["attempts"] == 2
+    assert trajectory.steps[0].details.extraction.attempts == 2
 
 
 def test_a_truncated_json_reply_is_labelled(tiny_index) -> None:
@@ -215,7 +216,7 @@ def test_a_truncated_json_reply_is_labelled(tiny_index) -> None:
         max_steps=2,
     )
     trajectory = agent.run(QUESTION)
-    critic = trajectory.steps[0].details["critic"]
+    critic = trajectory.steps[0].details.critic.to_dict()
     assert critic["parse_error"]["label"] == "truncated" and critic["sufficient"] is False
     assert trajectory.answer == "Vistula"
 
@@ -227,7 +228,7 @@ def test_a_sufficient_verdict_without_an_answer_does_not_stop(tiny_index) -> Non
     )
     trajectory = agent.run("Where was Marie Curie born?")
     assert len(trajectory.steps) == 2 and trajectory.answer == "Warsaw"
-    assert "empty answer" in trajectory.steps[0].details["critic"]["note"]
+    assert "empty answer" in trajectory.steps[0].details.critic.note
 
 
 def test_tool_errors_and_useless_observations_add_no_facts(tiny_index) -> None:
@@ -242,9 +243,9 @@ def test_tool_errors_and_useless_observations_add_no_facts(tiny_index) -> None:
     )
     trajectory = agent.run("Where was Marie Curie born?")
     first, second, _ = trajectory.steps
-    assert first.tool_error and first.details["extraction"] == {"skipped": "the tool failed"}
-    assert second.details["extraction"]["useful"] is False and second.details["memory"] == []
-    assert second.details["critic"] == {"skipped": "no new facts"}
+    assert first.tool_error and first.details.extraction == ExtractionDetails(skipped="the tool failed")
+    assert second.details.extraction.useful is False and second.details.memory == []
+    assert second.details.critic == CritiqueDetails(skipped="no new facts")
     assert len(backend.calls) == 4  # no critic call when the memory did not change
 
 
@@ -266,7 +267,7 @@ def test_a_json_call_cut_by_the_time_limit_stops_with_timeout(tiny_index) -> Non
     agent, _ = make_agent(tiny_index, ["Thought: x\nAction: search[Marie Curie]", interrupted])
     trajectory = agent.run("Where was Marie Curie born?")
     assert trajectory.stop_reason == "timeout" and trajectory.answer is None and len(trajectory.steps) == 1
-    assert "extraction" not in trajectory.steps[0].details and trajectory.steps[0].details["memory"] == []
+    assert trajectory.steps[0].details.extraction is None and trajectory.steps[0].details.memory == []
 
 
 class _OverflowingBackend(ScriptedBackend):
@@ -282,7 +283,7 @@ def test_a_json_call_over_the_context_window_stops_with_an_error(tiny_index) -> 
     backend = _OverflowingBackend(["Thought: x\nAction: search[Marie Curie]", facts(BORN)])
     trajectory = CriticAgent(backend, build_tools(tiny_index)).run("Where was Marie Curie born?")
     assert trajectory.stop_reason == "error" and "context window" in trajectory.error
-    assert trajectory.steps[0].details["memory"] == [BORN] and "critic" not in trajectory.steps[0].details
+    assert trajectory.steps[0].details.memory == [BORN] and trajectory.steps[0].details.critic is None
 
 
 def test_a_chat_shows_earlier_turns_before_the_question(tiny_index) -> None:

@@ -297,13 +297,14 @@ def test_support_recall_and_titles() -> None:
 
 
 def test_grammar_rejections_and_prevented_moves_are_counted() -> None:
+    from offline_agent.details import KnowAgentDetails, StepDetails, ToolDetails
     from offline_agent.eval.datasets import QARecord
     from offline_agent.eval.scoring import result_row
     from offline_agent.steps import StepRecord, Trajectory
 
     steps = [
-        StepRecord(index=0, raw="", details={"rejections": [[8, "search"], [30, "x"]], "prevented": 1}),
-        StepRecord(index=1, raw="", details={"titles": ["A"]}),
+        StepRecord(index=0, raw="", details=KnowAgentDetails(rejections=[(8, "search"), (30, "x")], prevented=1)),
+        StepRecord(index=1, raw="", details=StepDetails(tool=ToolDetails(titles=["A"]))),
         StepRecord(index=2, raw="", details=None),
     ]
     trajectory = Trajectory(question="q", steps=steps, answer="a", stop_reason="final")

@@ -19,6 +19,7 @@ from support import SHARED_DATA, needs_shared_data
 from test_eval_datasets import HOTPOT, write_hotpot
 
 from offline_agent.backends import ScriptedBackend
+from offline_agent.details import StepDetails, ToolDetails
 from offline_agent.eval.datasets import Paragraph, QARecord
 from offline_agent.eval.hotpot import joint_scores, predicted_facts, sp_scores
 from offline_agent.eval.results import RunFolder
@@ -100,7 +101,14 @@ RECORD = QARecord(
 
 
 def search(index: int, titles: list[str], observation: str) -> StepRecord:
-    return StepRecord(index, "", action="search", argument="x", observation=observation, details={"titles": titles})
+    return StepRecord(
+        index,
+        "",
+        action="search",
+        argument="x",
+        observation=observation,
+        details=StepDetails(tool=ToolDetails(titles=titles)),
+    )
 
 
 def test_submitted_sentences_are_seen_ones_of_the_paragraphs_the_answer_rests_on() -> None:
@@ -142,7 +150,7 @@ def test_a_lookup_sentence_is_submitted() -> None:
             action="lookup",
             argument="storms",
             observation="(Result 1 / 1) She painted storms.",
-            details={"titles": ["Edda Morlin"]},
+            details=StepDetails(tool=ToolDetails(titles=["Edda Morlin"])),
         ),
     ]
     assert predicted_facts(RECORD, steps, "Kessa") == [("Edda Morlin", 0), ("Edda Morlin", 1)]

@@ -176,8 +176,8 @@ def test_the_last_step_offers_finish_only(tiny_index) -> None:
     trajectory = agent.run("Where was Marie Curie born?")
     assert trajectory.stop_reason == "final" and trajectory.answer == "unknown"
     step = trajectory.steps[0]
-    assert step.final_only and step.details["allowed"] == ["Finish"]
-    assert step.details["action_path"] == [START, "Finish"]
+    assert step.final_only and step.details.allowed == ["Finish"]
+    assert step.details.action_path == [START, "Finish"]
     checker = GbnfChecker(backend.calls[0].grammar)
     assert checker.accepts("ActionPath: Start -> Finish\nThought: x\nFinal: y")
     assert not checker.accepts("ActionPath: Start -> Search\nThought: x\nAction: search[y]")
@@ -285,14 +285,14 @@ def test_a_run_start_search_lookup_finish(tiny_index) -> None:
     )
     trajectory = agent.run("Where was Marie Curie born?")
     assert trajectory.agent == "knowagent" and trajectory.stop_reason == "final" and trajectory.answer == "Warsaw"
-    paths = [step.details["action_path"] for step in trajectory.steps]
+    paths = [step.details.action_path for step in trajectory.steps]
     assert paths == [[START, "Search"], [START, "Search", "Lookup"], [START, "Search", "Lookup", "Finish"]]
-    assert [step.details["allowed"] for step in trajectory.steps] == [
+    assert [step.details.allowed for step in trajectory.steps] == [
         list(DEFAULT_EDGES[START]),
         list(DEFAULT_EDGES["Search"]),
         list(DEFAULT_EDGES["Lookup"]),
     ]
-    assert trajectory.steps[0].details["titles"][0] == "Marie Curie"
+    assert trajectory.steps[0].details.seen_titles[0] == "Marie Curie"
     assert "born in Warsaw" in trajectory.steps[1].observation
     # each step's grammar writes the last action, then offers only its successors
     firsts = [call.grammar.splitlines()[0] for call in backend.calls]
@@ -314,7 +314,7 @@ def test_retrieve_then_lookup_reads_the_retrieved_page(tiny_index) -> None:
     )
     steps = agent.run("Where was Pierre Curie born?").steps
     assert steps[0].observation.startswith("Pierre Curie: Pierre Curie was a French physicist")
-    assert steps[0].details["titles"] == ["Pierre Curie"] and steps[0].details["match"] == "exact"
+    assert steps[0].details.seen_titles == ["Pierre Curie"] and steps[0].details.tool.match == "exact"
     assert steps[1].observation.startswith("(Result 1 / 1) Pierre Curie was a French physicist born in Paris")
 
 
@@ -333,7 +333,7 @@ def test_without_the_grammar_an_invalid_move_is_recorded(tiny_index) -> None:
     error = trajectory.steps[2].parse_error
     assert error["label"] == "invalid_move" and "Lookup, Search, Finish" in error["message"]
     assert trajectory.error.startswith("step 3: ")
-    assert trajectory.steps[2].details["action_path"] == [START, "Search", "Lookup"]  # the move was not made
+    assert trajectory.steps[2].details.action_path == [START, "Search", "Lookup"]  # the move was not made
 
 
 @pytest.mark.parametrize(
@@ -383,8 +383,8 @@ def test_prevented_moves_are_counted(tiny_index) -> None:
         tiny_index, [Completion(text, rejections=rejections), "ActionPath: Search -> Finish\nThought: x\nFinal: Warsaw"]
     )
     steps = agent.run("q").steps
-    assert steps[0].details["prevented"] == 2 and steps[1].details["prevented"] == 0
-    assert len(steps[0].details["rejections"]) == 4
+    assert steps[0].details.prevented == 2 and steps[1].details.prevented == 0
+    assert len(steps[0].details.rejections) == 4
 
 
 def test_the_whole_path_when_the_window_is_open(tiny_index) -> None:
@@ -435,7 +435,7 @@ def test_session_adds_the_tools_the_agent_needs(tiny_index) -> None:
         ]
     )
     trajectory = Session(backend=backend, index=tiny_index, corpus="tiny", agent="knowagent").ask("q")
-    assert trajectory.answer == "Poland" and trajectory.steps[0].details["titles"] == ["Warsaw"]
+    assert trajectory.answer == "Poland" and trajectory.steps[0].details.seen_titles == ["Warsaw"]
 
 
 def test_an_evaluation_records_the_graph_and_reads_retrieved_titles(tiny_corpus: Path, tmp_path: Path) -> None:

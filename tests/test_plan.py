@@ -10,6 +10,7 @@ import pytest
 from offline_agent.agents import AgentCallbacks, AgentConfig
 from offline_agent.agents.plan import PlanAgent, follow_up_rule, plan_model
 from offline_agent.backends import ScriptedBackend
+from offline_agent.details import PlannedCall
 from offline_agent.steps import Completion, Turn
 from offline_agent.tools import build_tools
 from offline_agent.tools.base import ToolRegistry
@@ -35,11 +36,11 @@ def test_one_round_then_answer(tiny_index) -> None:
     )
     trajectory = agent.run("Where was Marie Curie born?")
     assert trajectory.stop_reason == "final" and trajectory.answer == "Warsaw"
-    roles = [step.details["role"] for step in trajectory.steps]
+    roles = [step.details.role for step in trajectory.steps]
     assert roles == ["planner", "evaluator", "respond"]
     planner = trajectory.steps[0]
-    assert planner.details["calls"] == [{"tool": "search", "argument": "Marie Curie"}]
-    assert planner.details["titles"][0] == "Marie Curie"
+    assert planner.details.calls == [PlannedCall("search", "Marie Curie")]
+    assert planner.details.seen_titles[0] == "Marie Curie"
     assert planner.observation.startswith("[1] search[Marie Curie]: [1] Marie Curie:")
     # The planner's grammar is the JSON grammar of its plan model; it lists only tools that can run side by side.
     assert backend.calls[0].grammar == agent.plan_call.grammar.gbnf
@@ -65,8 +66,8 @@ def test_missing_goes_back_to_the_planner_and_repeats_are_dropped(tiny_index) ->
     assert trajectory.answer == "Vistula"
     assert "Still missing: the river of Warsaw" in backend.calls[2].prompt
     second = trajectory.steps[2]
-    assert second.details["dropped"] == [{"tool": "search", "argument": "marie  CURIE"}]
-    assert [r["argument"] for r in second.details["results"]] == ["Warsaw river"]
+    assert second.details.dropped == [PlannedCall("search", "marie  CURIE")]
+    assert [r.argument for r in second.details.results] == ["Warsaw river"]
     assert "[2] search[Warsaw river]" in backend.calls[3].prompt
 
 
@@ -74,7 +75,7 @@ def test_no_calls_answers_at_once(tiny_index) -> None:
     agent, backend = make_agent(tiny_index, [plan(thought="I know this."), "Final: 1867"])
     trajectory = agent.run("In which year was Marie Curie born?")
     assert trajectory.answer == "1867"
-    assert [step.details["role"] for step in trajectory.steps] == ["planner", "respond"]
+    assert [step.details.role for step in trajectory.steps] == ["planner", "respond"]
     assert "Evidence: none yet." in backend.calls[1].prompt
 
 
@@ -84,8 +85,8 @@ def test_only_repeated_calls_go_to_respond(tiny_index) -> None:
         [plan(("search", "Warsaw")), verdict(False, "more"), plan(("search", "warsaw")), "Final: Vistula"],
     )
     trajectory = agent.run("Which river flows through Warsaw?")
-    assert [step.details["role"] for step in trajectory.steps] == ["planner", "evaluator", "planner", "respond"]
-    assert trajectory.steps[2].details["results"] == []
+    assert [step.details.role for step in trajectory.steps] == ["planner", "evaluator", "planner", "respond"]
+    assert trajectory.steps[2].details.results == []
 
 
 def test_rounds_are_bounded(tiny_index) -> None:
@@ -133,7 +134,7 @@ def test_independent_calls_run_in_parallel_threads() -> None:
     backend = ScriptedBackend([plan(("probe", "a"), ("probe", "b")), verdict(True), "Final: done"])
     agent = PlanAgent(backend, ToolRegistry([tool]), AgentConfig())
     trajectory = agent.run("Probe twice.")
-    results = trajectory.steps[0].details["results"]
+    results = [result.to_dict() for result in trajectory.steps[0].details.results]
     assert [r["observation"] for r in results] == ["probed a", "probed b"]
     assert not any(r["is_error"] for r in results) and len(tool.threads) == 2
 
@@ -141,7 +142,7 @@ def test_independent_calls_run_in_parallel_threads() -> None:
 def test_json_argument_tool_gets_its_single_property(tiny_index) -> None:
     agent, _ = make_agent(tiny_index, [plan(("calculator", "1979 - 1961")), verdict(True), "Final: 18"])
     trajectory = agent.run("How many years from 1961 to 1979?")
-    assert trajectory.steps[0].details["results"][0]["observation"] == "1979 - 1961 = 18"
+    assert trajectory.steps[0].details.results[0].observation == "1979 - 1961 = 18"
 
 
 def test_grammar_off_bad_plan_is_a_format_error(tiny_index) -> None:
@@ -160,7 +161,7 @@ def test_bad_verdict_counts_as_not_sufficient(tiny_index) -> None:
     )
     trajectory = agent.run("Which river flows through Warsaw?")
     assert trajectory.answer == "Vistula"
-    assert trajectory.steps[1].parse_error is not None and trajectory.steps[1].details["sufficient"] is False
+    assert trajectory.steps[1].parse_error is not None and trajectory.steps[1].details.sufficient is False
 
 
 def test_cut_off_plan_is_retried_with_more_tokens(tiny_index) -> None:

@@ -46,7 +46,7 @@ def test_act_calls_tools_without_thoughts(tiny_index) -> None:
     assert isinstance(agent, ActAgent)
     assert trajectory.agent == "act" and trajectory.stop_reason == "final" and trajectory.answer == "Vistula"
     assert [step.thought for step in trajectory.steps] == [None, None, None]
-    assert trajectory.steps[0].details["titles"][0] == "Marie Curie"
+    assert trajectory.steps[0].details.seen_titles[0] == "Marie Curie"
     checker = GbnfChecker(backend.calls[0].grammar)
     assert checker.accepts("Action: search[Warsaw]\n") and checker.accepts("Final: x")
     assert not checker.accepts("Thought: x\nAction: search[Warsaw]")

@@ -1,21 +1,45 @@
-"""Agent strategies over one loop: ReAct now; act, cot, standard and the seed designs build on the same parts."""
+"""Agent strategies over one seam: `base.Strategy` runs a question, `step_runner.StepRunner` makes every model call.
+
+react, act, cot and standard are settings of the ReAct loop (react.py, strategies.py); knowagent and critic plug
+into that loop through its public hooks; plan fills in the seam's loop with its planner graph. A new strategy is one
+module and one `register_strategy` line (the README shows one).
+"""
 
 from __future__ import annotations
 
+from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState, Strategy
 from offline_agent.agents.critic import CriticAgent
 from offline_agent.agents.knowagent import KnowAgent
 from offline_agent.agents.plan import PlanAgent
-from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent
+from offline_agent.agents.react import LoopState, ReActAgent
+from offline_agent.agents.step_runner import JsonCall, StepRunner, TurnResult
 from offline_agent.agents.strategies import ActAgent, CoTAgent, StandardAgent
+from offline_agent.details import DETAILS
 from offline_agent.errors import ConfigError
 
-AGENTS = {"react": ReActAgent, "act": ActAgent, "cot": CoTAgent, "standard": StandardAgent}
-AGENTS["knowagent"] = KnowAgent
-AGENTS["critic"] = CriticAgent
-AGENTS["plan"] = PlanAgent
+AGENTS: dict[str, type[Strategy]] = {}
 
 
-def agent_class(name: str) -> type[ReActAgent]:
+def register_strategy(strategy: type[Strategy], name: str | None = None) -> type[Strategy]:
+    """Make `strategy` available by name (default: its `name`) to `agent_class`, runner.Session and the evaluation,
+    and its steps' `details_type` to Trajectory.from_json. Returns the class, so it also works as a decorator."""
+    if not isinstance(strategy, type) or not issubclass(strategy, Strategy):
+        raise ConfigError(f"{strategy!r} is not a strategy: subclass offline_agent.agents.Strategy (or ReActAgent)")
+    name = name or strategy.name
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ConfigError(f"bad strategy name {name!r}: use letters, digits, - and _")
+    if name in AGENTS and AGENTS[name] is not strategy:
+        raise ConfigError(f"strategy {name!r} is registered already ({AGENTS[name].__name__})")
+    AGENTS[name] = strategy
+    DETAILS[name] = strategy.details_type
+    return strategy
+
+
+for _strategy in (ReActAgent, ActAgent, CoTAgent, StandardAgent, KnowAgent, CriticAgent, PlanAgent):
+    register_strategy(_strategy)
+
+
+def agent_class(name: str) -> type[Strategy]:
     """The agent strategy registered under `name`."""
     try:
         return AGENTS[name]
@@ -23,4 +47,17 @@ def agent_class(name: str) -> type[ReActAgent]:
         raise ConfigError(f"unknown agent {name!r}; choose from {sorted(AGENTS)}") from None
 
 
-__all__ = ["AGENTS", "AgentCallbacks", "AgentConfig", "ReActAgent", "agent_class"]
+__all__ = [
+    "AGENTS",
+    "AgentCallbacks",
+    "AgentConfig",
+    "JsonCall",
+    "LoopState",
+    "ReActAgent",
+    "RunState",
+    "StepRunner",
+    "Strategy",
+    "TurnResult",
+    "agent_class",
+    "register_strategy",
+]

@@ -10,7 +10,7 @@ answer does not vote. The most frequent answer wins; a tie goes to the answer of
 ones (so run 1, the greedy one, breaks ties). The winning answer is written as the earliest run wrote it.
 
 The result is one Trajectory: the answer and stop reason of the vote, every run's steps in order (each step's
-`details["sample"]` says which run it belongs to, so costs, titles seen and timings count every run), and
+`details.sample` says which run it belongs to, so costs, titles seen and timings count every run), and
 `samples`: per run its answer, stop reason, seed, temperature and seconds, plus the votes.
 """
 
@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from offline_agent.details import details_type
 from offline_agent.steps import Trajectory, Turn
 
 SAMPLE_TEMPERATURE = 0.7
@@ -62,8 +63,9 @@ def run_samples(
                 break
             sample_config = replace(sample_config, max_seconds=left)
         trajectory = run(sample_config)
+        kind = details_type(trajectory.agent)
         for step in trajectory.steps:
-            step.details = {**(step.details or {}), "sample": number}
+            step.ensure_details(kind).sample = number
         runs.append(trajectory)
     winner, counts = vote([t.answer for t in runs])
     chosen = runs[winner] if winner is not None else runs[0]

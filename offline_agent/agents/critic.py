@@ -14,14 +14,16 @@ Prompt layout, for llama.cpp's prefix cache: every call shares one system messag
 examples, then the extraction and critic instructions with their examples: the same for every question) and begins
 its user message with the question and the facts, which only grow; the part that differs per call comes last.
 
-Each round is one StepRecord: the search step as ReActAgent records it (the tool's `details`, such as the search
-titles the evaluation reads, are kept), plus `details["extraction"]`, `details["critic"]` and `details["memory"]`;
-the JSON calls' tokens, times and seconds are added to the step's. A JSON reply that fails its parser (possible with
-the grammar off) is recorded there: the round goes on without its facts, or counts as not sufficient.
+Each round is one StepRecord: the search step as ReActAgent records it (the tool's details, such as the search
+titles the evaluation reads, are kept), with CriticDetails: the `extraction` and `critic` calls and the `memory`
+after the round; the JSON calls' tokens, times and seconds are added to the step's. A JSON reply that fails its
+parser (possible with the grammar off) is recorded there: the round goes on without its facts, or counts as not
+sufficient. It plugs into the ReAct loop through two hooks: `step_prompt` (the memory in place of the scratchpad)
+and `after_observation` (the two calls).
 
 Limits: rounds are min(`max_rounds` = 4, `max_steps`); an Observation that is a tool error is not extracted, and the
 critic is asked only when the memory gained a fact (its input would be unchanged otherwise); the memory keeps at most
-24 facts (further ones are counted in `details["extraction"]["dropped"]`). Chat history is shown as ReActAgent shows it.
+24 facts (further ones are counted in the extraction's `dropped`). Chat history is shown as ReActAgent shows it.
 """
 
 from __future__ import annotations
@@ -31,21 +33,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from string import Template
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
-from offline_agent.agents.calls import JsonCall, JsonResult, call_json
-from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent, _RunState
+from offline_agent.agents.base import AgentCallbacks, AgentConfig
+from offline_agent.agents.react import LoopState, ReActAgent
+from offline_agent.agents.step_runner import JsonCall, TurnResult
 from offline_agent.backends.base import Backend
-from offline_agent.errors import ContextOverflowError
+from offline_agent.details import CallDetails, CriticDetails, CritiqueDetails, ExtractionDetails
 from offline_agent.prompts import PromptParts, describe_tools, history_text, prompt_text
-from offline_agent.steps import StepRecord, Turn
+from offline_agent.steps import Action, Step, StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
 
 FACT_MAX = 160
 MEMORY_MAX = 24
 JSON_TOKENS = 160
+E = TypeVar("E", bound=CallDetails)
 
 
 class Extraction(BaseModel):
@@ -95,11 +99,20 @@ class Memory:
         return "Known facts:\n" + "\n".join(f"{number}. {fact}" for number, fact in enumerate(self.facts, start=1))
 
 
+@dataclass
+class CriticState(LoopState):
+    """A critic run: the user message's head (earlier turns and the question) and the memory."""
+
+    head: str = ""
+    memory: Memory = field(default_factory=Memory)
+
+
 class CriticAgent(ReActAgent):
     """Search, condense each Observation into facts, ask a critic whether they answer the question, repeat."""
 
     name = "critic"
     prompt_name = "critic"
+    details_type = CriticDetails
     max_rounds = 4
 
     def __init__(
@@ -133,125 +146,94 @@ class CriticAgent(ReActAgent):
         )
         return PromptParts(system=system.strip(), user=history_text(history) + f"Question: {question.strip()}")
 
-    # --- the rounds -----------------------------------------------------------------------------------------------
+    def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> CriticState:
+        # No ReAct prefix and scratchpad: each round's prompt is rebuilt from the memory (step_prompt).
+        grounding = self.new_grounding(trajectory)
+        return CriticState(trajectory, deadline=deadline, parts=parts, grounding=grounding, head=parts.user)
 
-    def _loop(self, state: _RunState, prefix: str) -> None:
-        # `prefix` (the ReAct prompt) is not used: each round's prompt is rebuilt from the memory.
-        c = self.config
-        trajectory = state.trajectory
-        head = self.prompt_parts(trajectory.question, trajectory.history).user
-        memory = Memory()
-        for index in range(c.max_steps):
-            if self._out_of_time(state):
-                return
-            final_only = self._final_only(index)
-            if self.callbacks.on_step_start:
-                self.callbacks.on_step_start(index, final_only)
-            prompt = self._chat(self._user(head, memory, self._step_task(memory, index)))
-            record, step = self._generate_step(state, prompt, index, final_only)
-            trajectory.steps.append(record)
-            if step is None:
-                self._done(record)
-                return
-            if step.is_final:
-                record.final = step.final
-                trajectory.answer = step.final
-                trajectory.stop_reason = "final"
-                self._done(record)
-                return
-            assert step.action is not None
-            self._act(state, record, step)
-            if step.action.render() not in memory.tried:  # a refused repeat is listed once
-                memory.tried.append(step.action.render())
-            finished = self._reflect(state, record, memory, head, index)
-            self._done(record)
-            if finished:
-                return
-        trajectory.stop_reason = "max_steps"
+    def opening_action(self, state: LoopState) -> Action | None:
+        """None: the rounds start from the memory; first_search is not used (the memory would not hold its facts)."""
+        return None
 
-    def _reflect(self, state: _RunState, record: StepRecord, memory: Memory, head: str, index: int) -> bool:
-        """The extraction and critic calls after one Observation; True when the run ends here."""
+    # --- the hooks ------------------------------------------------------------------------------------------------
+
+    def step_prompt(self, state: LoopState, index: int) -> str:
+        """The question and the facts, the calls tried and what is missing, then the step's task."""
+        assert isinstance(state, CriticState)
+        return self._chat(self._user(state.head, state.memory, self._step_task(state.memory, index)))
+
+    def after_observation(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
+        """Condense the Observation into facts, and ask the critic whether they answer the question."""
+        assert isinstance(state, CriticState) and step.action is not None
+        if step.action.render() not in state.memory.tried:  # a refused repeat is listed once
+            state.memory.tried.append(step.action.render())
         started = time.monotonic()
-        record.details = dict(record.details or {})
+        details = record.ensure_details(CriticDetails)
         try:
-            added = self._extract(state, record, memory, head, index)
-            if added is None:
-                return True
-            if not added:
-                record.details["critic"] = {"skipped": "no new facts"}
-                return False
-            return self._judge(state, record, memory, head, index)
+            added = self._extract(state, record, details)
+            if added:
+                self._judge(state, record, details)
+            elif added is not None:
+                details.critic = CritiqueDetails(skipped="no new facts")
         finally:
-            record.details["memory"] = list(memory.facts)
+            details.memory = list(state.memory.facts)
             record.seconds = round(record.seconds + time.monotonic() - started, 3)
 
-    def _extract(self, state: _RunState, record: StepRecord, memory: Memory, head: str, index: int) -> list[str] | None:
+    # --- the two calls --------------------------------------------------------------------------------------------
+
+    def _extract(self, state: CriticState, record: StepRecord, details: CriticDetails) -> list[str] | None:
         """Facts the Observation added to the memory ([] for none; None: the run stopped)."""
         if record.tool_error:
-            record.details["extraction"] = {"skipped": "the tool failed"}
+            details.extraction = ExtractionDetails(skipped="the tool failed")
             return []
-        call = memory.tried[-1]
-        task = f"Tool call: {call}\nObservation: {record.observation}\nTask: EXTRACT"
-        result = self._json(state, record, self.extract_call, self._user(head, memory, task), index)
+        memory = state.memory
+        task = f"Tool call: {memory.tried[-1]}\nObservation: {record.observation}\nTask: EXTRACT"
+        result = self._json(state, record, self.extract_call, self._user(state.head, memory, task))
         if result is None:
             return None
-        entry = _entry(result)
-        record.details["extraction"] = entry
+        entry = details.extraction = _entry(ExtractionDetails, result)
         if result.value is None:
             return []
         value: Extraction = result.value
-        entry.update(useful=value.useful, facts=list(value.facts))
+        entry.useful, entry.facts = value.useful, list(value.facts)
         if not value.useful:
             return []
         added, dropped = memory.add(value.facts)
-        entry["added"] = added
+        entry.added = added
         if dropped:
-            entry["dropped"] = dropped
+            entry.dropped = dropped
         return added
 
-    def _judge(self, state: _RunState, record: StepRecord, memory: Memory, head: str, index: int) -> bool:
-        """Ask the critic; True when the run ends (answered, or stopped)."""
-        result = self._json(state, record, self.critic_call, self._user(head, memory, "Task: JUDGE"), index)
+    def _judge(self, state: CriticState, record: StepRecord, details: CriticDetails) -> None:
+        """Ask the critic; a sufficient verdict with an answer ends the run with it."""
+        result = self._json(state, record, self.critic_call, self._user(state.head, state.memory, "Task: JUDGE"))
         if result is None:
-            return True
-        entry = _entry(result)
-        record.details["critic"] = entry
+            return
+        entry = details.critic = _entry(CritiqueDetails, result)
         if result.value is None:
-            entry["sufficient"] = False  # an unreadable verdict counts as not sufficient
-            return False
+            entry.sufficient = False  # an unreadable verdict counts as not sufficient
+            return
         verdict: Critique = result.value
         answer = verdict.answer.strip()
-        entry.update(sufficient=verdict.sufficient, answer=verdict.answer, missing=verdict.missing)
+        entry.sufficient, entry.answer, entry.missing = verdict.sufficient, verdict.answer, verdict.missing
         if verdict.sufficient and answer:
-            state.trajectory.answer = answer
-            state.trajectory.stop_reason = "final"
-            return True
+            state.finish(answer)
+            return
         if verdict.sufficient:
-            entry["note"] = "sufficient with an empty answer: counted as not sufficient"
-        memory.missing = verdict.missing.strip()
-        return False
+            entry.note = "sufficient with an empty answer: counted as not sufficient"
+        state.memory.missing = verdict.missing.strip()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
 
-    def _json(self, state: _RunState, record: StepRecord, call: JsonCall, user: str, index: int) -> JsonResult | None:
+    def _json(self, state: CriticState, record: StepRecord, call: JsonCall, user: str) -> TurnResult | None:
         """One JSON call, its cost added to the round's step; None when the run stopped (time, context)."""
-        if self._out_of_time(state):
+        if state.out_of_time():
             return None
         c = self.config
-        try:
-            result = call_json(
-                self, call, self._chat(user), seed=c.seed + index, max_tokens=JSON_TOKENS, deadline=state.deadline
-            )
-        except ContextOverflowError as exc:
-            state.trajectory.stop_reason = "error"
-            state.trajectory.error = str(exc)
-            return None
-        record.usage += result.usage
-        record.timings += result.timings
-        if result.finish_reason == "interrupted":
-            state.trajectory.stop_reason = "timeout"
-            return None
-        return result
+        index = record.index
+        result = self.runner.json(state, self._chat(user), call, seed=c.seed + index, max_tokens=JSON_TOKENS)
+        self.runner.add_cost(record, result)
+        return None if result.stopped else result
 
     def _step_task(self, memory: Memory, index: int) -> str:
         lines = []
@@ -270,17 +252,13 @@ class CriticAgent(ReActAgent):
     def _chat(self, user: str) -> str:
         return self.prompt_prefix(PromptParts(system=self._system, user=user))
 
-    def _done(self, record: StepRecord) -> None:
-        if self.callbacks.on_step:
-            self.callbacks.on_step(record)
 
-
-def _entry(result: JsonResult) -> dict[str, Any]:
+def _entry(kind: type[E], result: TurnResult) -> E:
     """What the trajectory keeps of one JSON call, before its parsed fields."""
-    entry: dict[str, Any] = {"raw": result.text, "attempts": result.attempts}
+    entry = kind(raw=result.text, attempts=result.attempts)
     if result.error is not None:
-        entry["parse_error"] = result.error.to_dict()
+        entry.parse_error = result.error.to_dict()
     return entry
 
 
-__all__ = ["CriticAgent", "Critique", "Extraction", "Memory"]
+__all__ = ["CriticAgent", "CriticState", "Critique", "Extraction", "Memory"]

@@ -11,9 +11,11 @@ produced. A step looks like:
     Action: lookup[born]
 
 The graph is a TOML file (action_graph.py; the default ships in prompt_files/knowagent_graph.toml, a user's own
-comes from AgentConfig.action_graph / `--action-graph`). Per step the record holds `details["action_path"]` (the
-whole path after the step), `details["allowed"]` (the moves the grammar offered) and `details["prevented"]` (how
-often the model's first choice for the move was an action the graph forbids there, from Completion.rejections).
+comes from AgentConfig.action_graph / `--action-graph`). Each step's details are KnowAgentDetails: `action_path`
+(the whole path after the step), `allowed` (the moves the grammar offered) and `prevented` (how often the model's
+first choice for the move was an action the graph forbids there, from the grammar's rejections).
+It plugs into the ReAct loop through two hooks: `step_grammar` (the grammar of the move after the path so far) and
+`review_step` (record the move, and refuse one that is not allowed).
 The default graph needs the retrieve tool: runner.Session and the evaluation add it (`required_tools`), and given a
 registry without it the agent makes one over the corpus session of the registry's search and lookup tools. The
 agent keeps only the tools its graph calls.
@@ -29,7 +31,7 @@ Decisions:
   and the graph in the instructions come from the graph in use.
 - With the grammar off, a step whose ActionPath is not the real one, names a forbidden move, or whose tool line
   does not match its move is rejected by the parser with the label `invalid_move` and ends the run (stop reason
-  error), like any rejected step; the loop checks the parsed path again as a second line of defence.
+  error), like any rejected step; review_step checks the parsed path again as a second line of defence.
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ from dataclasses import replace
 from typing import Any
 
 from offline_agent.agents.action_graph import START, ActionGraph, load_action_graph
-from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent, _RunState
+from offline_agent.agents.base import AgentCallbacks, AgentConfig, Strategy
+from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.backends.base import Backend
+from offline_agent.details import KnowAgentDetails
 from offline_agent.errors import ConfigError, StepParseError
 from offline_agent.grammar import FINAL, GrammarSpec, StepGrammar
 from offline_agent.parse import StepParser, parser_for
@@ -62,6 +66,7 @@ class KnowAgent(ReActAgent):
     name = "knowagent"
     prompt_name = "knowagent"
     required_tools = ("retrieve",)
+    details_type = KnowAgentDetails
     # How many of the last actions the grammar writes before the next move; None: the whole path.
     path_window: int | None = 1
 
@@ -114,12 +119,11 @@ class KnowAgent(ReActAgent):
         return "\n".join(lines)
 
     # ---- the path and the moves ----------------------------------------------------------------------------
-    def path_so_far(self, state: _RunState) -> tuple[str, ...]:
+    def path_so_far(self, state: LoopState) -> tuple[str, ...]:
         """The real path: Start, then the move of every step taken (read back from the step records)."""
         for record in reversed(state.trajectory.steps):
-            path = (record.details or {}).get("action_path")
-            if path:
-                return tuple(path)
+            if isinstance(record.details, KnowAgentDetails) and record.details.action_path:
+                return tuple(record.details.action_path)
         return (START,)
 
     def allowed_moves(self, path: Sequence[str], final_only: bool) -> tuple[str, ...]:
@@ -147,35 +151,33 @@ class KnowAgent(ReActAgent):
             next_actions=moves,
         )
 
-    def step_grammar(self, state: _RunState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
+    def step_grammar(self, state: LoopState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
         # parser_for caches by spec, and with path_window 1 a spec depends only on (last action, final_only).
         parser = parser_for(self.move_spec(self.path_so_far(state), final_only))
         return parser.grammar, parser
 
-    def _generate_step(
-        self, state: _RunState, prefix: str, index: int, final_only: bool
-    ) -> tuple[StepRecord, Step | None]:
+    def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
+        """Record the move (the path after it, the moves offered, the forbidden first choices), and refuse a step
+        whose move the graph does not allow: a second line of defence behind the grammar, and the only one when
+        the grammar is off."""
         path = self.path_so_far(state)
-        spec = self.move_spec(path, final_only)
+        spec = self.move_spec(path, record.final_only)
         allowed = tuple(action for action, _ in spec.next_actions)
-        record, step = super()._generate_step(state, prefix, index, final_only)
-        details = dict(record.details or {})
-        details["allowed"] = list(allowed)
-        details["prevented"] = self._prevented(details.get("rejections") or (), len(spec.path_prefix), allowed)
+        details = record.ensure_details(KnowAgentDetails)
+        details.allowed = list(allowed)
+        details.prevented = self._prevented(details.rejections, len(spec.path_prefix), allowed)
         if step is not None:
             problem = self._move_problem(path, step, allowed)
             if problem is not None:
                 error = StepParseError(problem, label="invalid_move", line=1, column=1, context=record.raw[:60])
                 record.parse_error = error.to_dict()
-                state.trajectory.stop_reason = "error"
-                state.trajectory.error = f"step {index + 1}: {problem}"
+                state.stop("error", f"step {record.index + 1}: {problem}")
                 step = None
             else:
                 assert step.path is not None
                 path = (*path, step.path[-1])
-        details["action_path"] = list(path)
-        record.details = details
-        return record, step
+        details.action_path = list(path)
+        return step
 
     def _move_problem(self, path: Sequence[str], step: Step, allowed: Sequence[str]) -> str | None:
         """Why a parsed step is not a valid move after `path` (None: it is)."""
@@ -208,7 +210,7 @@ class KnowAgent(ReActAgent):
         return count
 
 
-def check_action_graph(strategy: type[ReActAgent], path: str | None) -> None:
+def check_action_graph(strategy: type[Strategy], path: str | None) -> None:
     """Refuse an action graph for a strategy without one, and check the file before a model is loaded."""
     if path is None:
         return

@@ -10,31 +10,33 @@ Each node is one grammar-constrained model call except the executor, which is pl
 In chat, a follow-up question gets the previous turn only when a rule (pronouns, "and ...", "what about ...") and, when
 the rule is unsure, a one-word model call say it needs it.
 
-Every model call is a StepRecord whose `details["role"]` names the node; the planner's record also holds the calls it
-made, the calls it dropped, the results and the titles the searches returned (the evaluation's support recall reads
-`details["titles"]`). Limits: tools with a JSON argument take part only when their schema has a single string property
-(the planner writes that string); results are cut to `observation_tokens // 2` each so four rounds fit the context.
+Every model call is a StepRecord whose PlanDetails name the node (`role`); the planner's record also holds the calls
+it made, the calls it dropped, the results and the titles the searches returned (the evaluation's support recall reads
+them). The graph is not a ReAct loop, so it fills in the strategy seam's `loop` itself (base.Strategy); its model
+calls go through the same step runner. Limits: tools with a JSON argument take part only when their schema has a
+single string property (the planner writes that string); results are cut to `observation_tokens // 2` each so four
+rounds fit the context.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from offline_agent.agents.calls import JsonCall, call_json
-from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent, _call_key
+from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState, Strategy, call_key
+from offline_agent.agents.step_runner import JsonCall
 from offline_agent.backends.base import Backend
-from offline_agent.errors import ContextOverflowError, StepParseError
+from offline_agent.details import CallResult, PlanDetails, PlannedCall, ToolDetails
 from offline_agent.grammar import GrammarSpec, build_grammar
 from offline_agent.parse import parser_for
-from offline_agent.prompts import PromptParts, agent_prompt, prompt_text, render_chat
+from offline_agent.prompts import PromptParts, agent_prompt, prompt_text
 from offline_agent.steps import StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
 
@@ -76,29 +78,31 @@ class _Evidence:
     argument: str
     observation: str
     is_error: bool
-    details: dict[str, Any] | None
+    details: ToolDetails | None
 
     def render(self, number: int) -> str:
         return f"[{number}] {self.tool}[{self.argument}]: {self.observation}"
 
 
 @dataclass
-class _PlanState:
-    trajectory: Trajectory
-    question: str
-    context: str
-    deadline: float | None
-    evidence: list[_Evidence]
-    made: set[str]
+class PlanState(RunState):
+    """A run of the graph: the question, the earlier turns it refers to, the evidence so far, the calls made, and
+    how many model calls the run made (each call's seed follows from it)."""
+
+    question: str = ""
+    context: str = ""
+    evidence: list[_Evidence] = field(default_factory=list)
+    made: set[str] = field(default_factory=set)
     calls: int = 0
 
 
-class PlanAgent(ReActAgent):
+class PlanAgent(Strategy):
     """Plan tool calls, run them in parallel, judge the evidence, repeat or answer."""
 
     name = "plan"
     prompt_name = "plan"
     uses_thought = False
+    details_type = PlanDetails
     max_iterations = 4
 
     def __init__(
@@ -116,7 +120,7 @@ class PlanAgent(ReActAgent):
         self.followup_call = JsonCall(FollowUp)
         respond_spec = GrammarSpec(thought=False, allow_action=False, final_max=self.config.final_max)
         self.respond_grammar = build_grammar(respond_spec)
-        self._respond_parser = parser_for(respond_spec)
+        self.respond_parser = parser_for(respond_spec)
         self._system = self.prompt_parts("").system
 
     @property
@@ -126,12 +130,13 @@ class PlanAgent(ReActAgent):
 
     @property
     def grammar_sha256(self) -> str:
-        import hashlib
-
         parts = [self.respond_grammar.sha256, self.verdict_call.grammar.sha256, self.followup_call.grammar.sha256]
         if self.plan_call is not None:
             parts.append(self.plan_call.grammar.sha256)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def prompt_parts(self, question: str, history: Sequence[Turn] = ()) -> PromptParts:
+        return agent_prompt(self.prompt_name, question, self.plannable, max_steps=self.iterations, history=history)
 
     # --- chat: does a follow-up need the previous turn? ---------------------------------------------------------
 
@@ -151,41 +156,35 @@ class PlanAgent(ReActAgent):
             "Can the new question be understood without the previous one? Reply with JSON "
             '{"needs_previous": true} if it refers to the previous question or answer, else {"needs_previous": false}.'
         )
-        try:
-            result = call_json(self, self.followup_call, self._chat(user), seed=self.config.seed, max_tokens=16)
-        except ContextOverflowError:
-            return True
+        # Before the run starts: no state, no deadline; a prompt too long for the context counts as "needs it".
+        result = self.runner.json(None, self._chat(user), self.followup_call, seed=self.config.seed, max_tokens=16)
         return bool(result.value.needs_previous) if result.value is not None else True
 
     # --- the graph --------------------------------------------------------------------------------------------
 
-    def run(self, question: str, history: Sequence[Turn] = ()) -> Trajectory:
-        """Answer one question; never raises on model output or tool failures (see the stop reason)."""
-        started = time.monotonic()
-        c = self.config
-        turns = self.context_for(question, history) if history else []
-        trajectory = self.new_trajectory(question, self.prompt_parts(question, turns), turns)
+    def new_trajectory(self, question: str, parts: PromptParts, turns: Sequence[Turn]) -> Trajectory:
+        trajectory = super().new_trajectory(question, parts, turns)
         trajectory.max_steps = self.iterations
-        context = "".join(f"Earlier question: {t.question}\nIts answer: {t.answer}\n" for t in turns)
-        deadline = started + c.max_seconds if c.max_seconds else None
-        state = _PlanState(trajectory, question, context, deadline, evidence=[], made=set())
-        try:
-            self._graph(state)
-        finally:
-            trajectory.seconds = round(time.monotonic() - started, 3)
         return trajectory
 
-    def _graph(self, state: _PlanState) -> None:
+    def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> PlanState:
+        turns = trajectory.history
+        context = "".join(f"Earlier question: {t.question}\nIts answer: {t.answer}\n" for t in turns)
+        return PlanState(trajectory, deadline=deadline, question=trajectory.question, context=context)
+
+    def loop(self, state: RunState) -> None:
+        """Planner, executor and evaluator rounds until the evidence suffices (or the rounds run out), then respond."""
+        assert isinstance(state, PlanState)
         missing = ""
         for iteration in range(self.iterations):
-            if self._out_of_time(state):
+            if state.out_of_time():
                 return
             calls = self._plan(state, iteration, missing)
             if calls is None:
                 return
             if not calls:
                 break  # the planner wants to answer from what is known
-            if self._out_of_time(state):
+            if state.out_of_time():
                 return
             verdict = self._evaluate(state)
             if verdict is None:
@@ -195,42 +194,35 @@ class PlanAgent(ReActAgent):
             missing = verdict.missing
         self._respond(state)
 
-    def _plan(self, state: _PlanState, iteration: int, missing: str) -> list[Any] | None:
+    def _plan(self, state: PlanState, iteration: int, missing: str) -> list[Any] | None:
         """One planner call and the executor; returns the calls it ran ([] to answer now, None when stopped)."""
         if self.plan_call is None:
             return []
         hint = f"Still missing: {missing}\n" if missing else ""
         user = self._user(state, f"{hint}{prompt_text('plan_planner.txt').strip()}")
-        record = self._record(state, "planner", iteration=iteration + 1)
-        result = self._json_step(state, record, self.plan_call, user)
-        if result is None:
+        record, details = self._record(state, "planner", iteration=iteration + 1)
+        plan = self._json_step(state, record, self.plan_call, user)
+        if plan is None:
             return None
-        plan = result
         record.thought = plan.thought
         fresh, dropped = [], []
         for call in plan.calls:
-            key = _call_key(call.tool, call.argument)
+            key = call_key(call.tool, call.argument)
             (dropped if key in state.made or any(key == k for k, _ in fresh) else fresh).append((key, call))
-        record.details.update(
-            calls=[{"tool": c.tool, "argument": c.argument} for c in plan.calls],
-            dropped=[{"tool": c.tool, "argument": c.argument} for _, c in dropped],
-        )
+        details.calls = [PlannedCall(c.tool, c.argument) for c in plan.calls]
+        details.dropped = [PlannedCall(c.tool, c.argument) for _, c in dropped]
         if plan.calls and not fresh:
             # Everything planned was already done: nothing new can come from another round.
-            record.details["results"] = []
+            details.results = []
             return []
         results = self._execute([call for _, call in fresh])
         state.made.update(key for key, _ in fresh)
-        record.details["results"] = [
-            {"tool": e.tool, "argument": e.argument, "observation": e.observation, "is_error": e.is_error}
-            for e in results
-        ]
-        record.details["titles"] = [title for e in results for title in (e.details or {}).get("titles", [])]
+        details.results = [CallResult(e.tool, e.argument, e.observation, e.is_error) for e in results]
+        details.titles = [title for e in results for title in (e.details.titles or [] if e.details else [])]
         record.observation = "\n".join(e.render(len(state.evidence) + n) for n, e in enumerate(results, start=1))
         record.tool_error = any(e.is_error for e in results)
         state.evidence.extend(results)
-        if self.callbacks.on_step:
-            self.callbacks.on_step(record)
+        self.step_done(record)
         return [call for _, call in fresh]
 
     def _execute(self, calls: list[Any]) -> list[_Evidence]:
@@ -244,7 +236,7 @@ class PlanAgent(ReActAgent):
         with ThreadPoolExecutor(max_workers=min(_PARALLEL, len(calls))) as pool:
             raw = list(pool.map(self._run_call, calls, arguments))
         budget = max(32, self.config.observation_tokens // 2)
-        results = [replace(e, observation=self._fit(e.observation, budget)) for e in raw]
+        results = [replace(e, observation=self.fit_observation(e.observation, budget)) for e in raw]
         if self.callbacks.on_tool_end:
             for evidence, argument in zip(results, arguments, strict=True):
                 self.callbacks.on_tool_end(evidence.tool, argument, evidence.observation, evidence.is_error)
@@ -260,111 +252,68 @@ class PlanAgent(ReActAgent):
     def _run_call(self, call: Any, argument: Any) -> _Evidence:
         tool = self.tools.get(call.tool)
         result = self.tools.run(call.tool, argument)
-        details = getattr(tool, "last_details", None)
-        return _Evidence(call.tool, call.argument, result.observation, result.is_error, dict(details or {}))
+        details = ToolDetails.from_dict(getattr(tool, "last_details", None))
+        return _Evidence(call.tool, call.argument, result.observation, result.is_error, details)
 
-    def _evaluate(self, state: _PlanState) -> Verdict | None:
+    def _evaluate(self, state: PlanState) -> Verdict | None:
         user = self._user(state, prompt_text("plan_evaluator.txt").strip())
-        record = self._record(state, "evaluator")
+        record, details = self._record(state, "evaluator")
         verdict = self._json_step(state, record, self.verdict_call, user, required=False)
-        if state.trajectory.stop_reason == "timeout":
+        if state.stopped:
             return None
         if verdict is None:
             verdict = Verdict(sufficient=False, missing="")
-        record.details.update(sufficient=verdict.sufficient, missing=verdict.missing)
-        if self.callbacks.on_step:
-            self.callbacks.on_step(record)
+        details.sufficient, details.missing = verdict.sufficient, verdict.missing
+        self.step_done(record)
         return verdict
 
-    def _respond(self, state: _PlanState) -> None:
-        c = self.config
+    def _respond(self, state: PlanState) -> None:
         user = self._user(state, prompt_text("plan_respond.txt").strip())
-        record = self._record(state, "respond")
+        record, _ = self._record(state, "respond")
         record.final_only = True
-        started = time.monotonic()
-        try:
-            completion = self.backend.complete(
-                self._chat(user),
-                grammar=self.respond_grammar.gbnf if c.grammar else None,
-                max_tokens=c.max_tokens,
-                stop=("\n\n",),
-                temperature=c.temperature,
-                seed=c.seed + state.calls,
-                on_token=self.callbacks.on_token,
-                deadline=state.deadline,
-            )
-        except ContextOverflowError as exc:
-            self._stop(state, record, "error", str(exc), started)
-            return
+        turn = self.runner.step(
+            state,
+            record,
+            self._chat(user),
+            self.respond_grammar.gbnf,  # GBNF only, as before the backend seam took a grammar's Lark form too
+            self.respond_parser,
+            seed=self.config.seed + state.calls,
+            label="respond",
+            stop=("\n\n",),
+        )
         state.calls += 1
-        record.raw, record.finish_reason = completion.text, completion.finish_reason
-        record.usage += completion.usage
-        record.timings += completion.timings
-        if completion.finish_reason == "interrupted":
-            self._stop(state, record, "timeout", None, started)
-            return
-        try:
-            step = self._respond_parser.parse(completion.text)
-        except StepParseError as exc:
-            record.parse_error = exc.to_dict()
-            self._stop(state, record, "error", f"respond: {exc}", started)
-            return
-        record.final = step.final
-        record.seconds = round(time.monotonic() - started, 3)
-        state.trajectory.answer = step.final
-        state.trajectory.stop_reason = "final"
-        if self.callbacks.on_step:
-            self.callbacks.on_step(record)
+        if turn.value is not None:
+            record.final = turn.value.final
+            state.finish(turn.value.final)
+        self.step_done(record)
 
     # --- plumbing -----------------------------------------------------------------------------------------------
 
-    def _record(self, state: _PlanState, role: str, **details: Any) -> StepRecord:
-        record = StepRecord(index=len(state.trajectory.steps), raw="", details={"role": role, **details})
+    def _record(self, state: PlanState, role: str, **details: Any) -> tuple[StepRecord, PlanDetails]:
+        record = StepRecord(index=len(state.trajectory.steps), raw="", details=PlanDetails(role=role, **details))
         state.trajectory.steps.append(record)
         if self.callbacks.on_step_start:
             self.callbacks.on_step_start(record.index, role == "respond")
-        return record
-
-    def _stop(self, state: _PlanState, record: StepRecord, reason: str, error: str | None, started: float) -> None:
-        state.trajectory.stop_reason = reason
-        state.trajectory.error = error
-        record.seconds = round(time.monotonic() - started, 3)
-        if self.callbacks.on_step:
-            self.callbacks.on_step(record)
+        return record, record.ensure_details(PlanDetails)
 
     def _json_step(
-        self, state: _PlanState, record: StepRecord, call: JsonCall, user: str, *, required: bool = True
+        self, state: PlanState, record: StepRecord, call: JsonCall, user: str, *, required: bool = True
     ) -> Any:
         """One JSON node: its value, or None (recorded; the run stops when the node is required or time ran out)."""
-        started = time.monotonic()
-        try:
-            result = call_json(
-                self,
-                call,
-                self._chat(user),
-                seed=self.config.seed + state.calls,
-                deadline=state.deadline,
-                on_token=self.callbacks.on_token,
-            )
-        except ContextOverflowError as exc:
-            self._stop(state, record, "error", str(exc), started)
-            return None
+        result = self.runner.json(state, self._chat(user), call, seed=self.config.seed + state.calls, stream=True)
         state.calls += 1
-        record.raw, record.finish_reason, record.attempts = result.text, result.finish_reason, result.attempts
-        record.usage += result.usage
-        record.timings += result.timings
-        record.seconds = round(time.monotonic() - started, 3)
-        if result.finish_reason == "interrupted":
-            self._stop(state, record, "timeout", None, started)
+        self.runner.book(record, result)
+        if result.stopped:
+            self.step_done(record)
             return None
         if result.error is not None:
-            record.parse_error = result.error.to_dict()
             if required:
-                self._stop(state, record, "error", f"{record.details['role']}: {result.error}", started)
+                state.stop("error", f"{record.ensure_details(PlanDetails).role}: {result.error}")
+                self.step_done(record)
             return None
         return result.value
 
-    def _user(self, state: _PlanState, instruction: str) -> str:
+    def _user(self, state: PlanState, instruction: str) -> str:
         """The user message: the question and the evidence first (a prefix shared by every call), then the task."""
         lines = [state.context + f"Question: {state.question}", ""]
         if state.evidence:
@@ -373,17 +322,8 @@ class PlanAgent(ReActAgent):
             lines += ["Evidence: none yet.", ""]
         return "\n".join(lines) + "\n" + instruction
 
-    def prompt_parts(self, question: str, history: Sequence[Turn] = ()) -> PromptParts:
-        return agent_prompt(self.prompt_name, question, self.plannable, max_steps=self.iterations, history=history)
-
     def _chat(self, user: str) -> str:
-        messages = [{"role": "system", "content": self._system}, {"role": "user", "content": user}]
-        return render_chat(
-            self.backend.chat_template,
-            messages,
-            bos_token=self.backend.bos_token,
-            eos_token=self.backend.eos_token,
-        )
+        return self.prompt_prefix(PromptParts(system=self._system, user=user))
 
 
 _REFERS_BACK = re.compile(
@@ -416,4 +356,4 @@ def _plannable(tool: Any) -> bool:
     return len(properties) == 1 and next(iter(properties.values())).get("type") == "string"
 
 
-__all__ = ["FollowUp", "PlanAgent", "Verdict", "follow_up_rule", "plan_model"]
+__all__ = ["FollowUp", "PlanAgent", "PlanState", "Verdict", "follow_up_rule", "plan_model"]

@@ -11,7 +11,7 @@ each question is checked before the first step:
 2. otherwise one cheap grammar-constrained model call: the scope, the question, "yes" or "no".
 
 Out of scope: the run stops before any search with stop reason `out_of_scope` and a refusal that names the scope
-as its answer. The check (rule or call, its text and cost) is the run's first step, `details["scope"]`.
+as its answer. The check (rule or call, its text and cost) is the run's first step, its `details.scope`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from offline_agent.details import ScopeDetails, StepDetails
 from offline_agent.errors import ConfigError
 from offline_agent.steps import StepRecord, Timings, Usage
 
@@ -70,11 +71,11 @@ def check_scope(question: str, scope: str, index: Any, backend: Any, *, seed: in
     """Decide whether `question` is about `scope` (see the module doc)."""
     started = time.monotonic()
     rule = _rule(question, index)
-    details: dict[str, Any] = {"scope": scope, "rule": rule}
-    record = StepRecord(index=0, raw="", details={"scope": details})
+    details = ScopeDetails(scope=scope, rule=rule)
+    record = StepRecord(index=0, raw="", details=StepDetails(scope=details))
     if rule["verdict"] is not None:
         record.seconds = round(time.monotonic() - started, 3)
-        details["decided_by"] = "rule"
+        details.decided_by = "rule"
         return ScopeVerdict(rule["verdict"], "rule", record)
     from offline_agent.prompts import render_chat
 
@@ -89,7 +90,7 @@ def check_scope(question: str, scope: str, index: Any, backend: Any, *, seed: in
     record.usage = completion.usage or Usage()
     record.timings = completion.timings or Timings()
     record.seconds = round(time.monotonic() - started, 3)
-    details.update(decided_by="model", reply=answer)
+    details.decided_by, details.reply = "model", answer
     # Anything but a clear "no" (a backend without a grammar may write more) keeps the question: refusing a
     # question the corpus covers costs more than searching for one it does not.
     return ScopeVerdict(not answer.startswith("no"), "model", record)

@@ -1,4 +1,4 @@
-"""The other strategies of the ReAct paper, as settings of the one loop in `react.py`.
+"""The other strategies of the ReAct paper, as settings of the one loop in `react.py` (no hook of their own).
 
 Each differs from ReAct only in what a step may hold and in its prompt files; the grammar comes from the same
 builder, so a format-error comparison between strategies measures the strategy, not the plumbing:
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from offline_agent.agents.react import AgentCallbacks, AgentConfig, ReActAgent
+from offline_agent.agents.base import AgentCallbacks, AgentConfig
+from offline_agent.agents.react import ReActAgent
 from offline_agent.backends.base import Backend
 from offline_agent.tools.base import ToolRegistry
 

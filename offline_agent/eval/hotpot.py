@@ -61,7 +61,7 @@ def _holds(sentence: str, answer_words: Sequence[str]) -> bool:
 def _step_parts(step: Any) -> tuple[list[str], str, str | None]:
     if isinstance(step, dict):
         return list((step.get("details") or {}).get("titles") or ()), step.get("observation") or "", step.get("action")
-    return list((step.details or {}).get("titles") or ()), step.observation or "", step.action
+    return step.details.seen_titles if step.details is not None else [], step.observation or "", step.action
 
 
 def predicted_facts(

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent import __version__
-from offline_agent.agents import AgentConfig, ReActAgent, agent_class
+from offline_agent.agents import AgentConfig, Strategy, agent_class
 from offline_agent.agents.knowagent import check_action_graph
 from offline_agent.backends.registry import BackendOptions, backend_entry, canonical_backend_name
 from offline_agent.errors import ConfigError, ModelError, OfflineAgentError
@@ -342,7 +342,7 @@ def _config(
     options: EvalOptions,
     dataset: Dataset,
     corpus: EvalCorpus,
-    probe: ReActAgent,
+    probe: Strategy,
     model: dict[str, Any],
     pool: Path | None,
 ) -> dict[str, Any]:

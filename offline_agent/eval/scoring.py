@@ -14,7 +14,7 @@ Definitions:
 - an invalid action: a parsed Action the tool refused (a tool error, a repeated call, lookup before search);
 - a grammar rejection: a token the model ranked first that the grammar refused (decoding took the best allowed one);
 - a prevented move: a grammar rejection where the next action was chosen, i.e. a move the agent's action graph
-  forbids (KnowAgent records them per step as `details["prevented"]`).
+  forbids (KnowAgent records them per step, KnowAgentDetails.prevented).
 
 A count that needs a capability the backend lacks is None in the row and n/a in summaries and reports, never 0:
 cached tokens without a prefix cache that reports reuse (`reuses_prefix_cache`), grammar rejections and prevented
@@ -40,8 +40,11 @@ def titles_seen(steps: Iterable[Any]) -> list[str]:
     """Titles of the passages a trajectory's searches and lookups returned, in first-seen order."""
     seen: dict[str, None] = {}
     for step in steps:
-        details = step.get("details") if isinstance(step, dict) else getattr(step, "details", None)
-        for title in (details or {}).get("titles", ()):
+        if isinstance(step, dict):  # a step of a results.jsonl row, in its JSON form
+            titles = (step.get("details") or {}).get("titles") or ()
+        else:
+            titles = step.details.seen_titles if step.details is not None else ()
+        for title in titles:
             seen.setdefault(str(title), None)
     return list(seen)
 
@@ -92,10 +95,12 @@ def result_row(
         "rejected_steps": rejected,
         "format_error": format_error,
         "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
-        "grammar_rejections": sum(len((step.details or {}).get("rejections", ())) for step in steps)
+        "grammar_rejections": sum(len(step.details.rejections) for step in steps if step.details is not None)
         if rejects
         else None,
-        "prevented_moves": sum(int((step.details or {}).get("prevented", 0)) for step in steps) if rejects else None,
+        "prevented_moves": sum(step.details.prevented_moves for step in steps if step.details is not None)
+        if rejects
+        else None,
         "stop_reason": trajectory.stop_reason,
         "prompt_tokens": usage.prompt_tokens,
         "cached_tokens": usage.cached_tokens if caches else None,
