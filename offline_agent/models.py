@@ -33,6 +33,7 @@ from typing import Any
 
 import platformdirs
 
+from offline_agent import jsonio
 from offline_agent.errors import ConfigError, ModelError
 from offline_agent.resources import data_path
 
@@ -431,7 +432,7 @@ def _sidecar(target: Path) -> Path:
 def _is_verified(target: Path, spec: ModelSpec) -> bool:
     try:
         stat = target.stat()
-        record = json.loads(_sidecar(target).read_text(encoding="utf-8"))
+        record = jsonio.loads(_sidecar(target).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return (
@@ -550,7 +551,7 @@ def _cached_digest(path: Path, progress: Progress | None) -> str:
     path = path.resolve()
     stat = path.stat()
     try:
-        entry = json.loads(_digest_cache().read_text(encoding="utf-8")).get(str(path))
+        entry = jsonio.loads(_digest_cache().read_text(encoding="utf-8")).get(str(path))
     except (OSError, ValueError, AttributeError):
         entry = None
     if isinstance(entry, dict) and (entry.get("size"), entry.get("mtime_ns")) == (
@@ -573,7 +574,7 @@ def _store_digest(path: Path, digest: str, stat: os.stat_result | None = None) -
     try:
         with _locked(cache_file):
             try:
-                cache = json.loads(cache_file.read_text(encoding="utf-8"))
+                cache = jsonio.loads(cache_file.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 cache = {}
             if not isinstance(cache, dict):

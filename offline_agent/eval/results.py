@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from offline_agent import jsonio
 from offline_agent.errors import OfflineAgentError
 
 CONFIG = "config.json"
@@ -113,7 +114,7 @@ class RunFolder:
         if not self.config_path.exists():
             return None
         try:
-            return json.loads(self.config_path.read_text(encoding="utf-8"))
+            return jsonio.read_file(self.config_path)
         except (OSError, ValueError) as exc:
             raise ResultsError(f"cannot read {self.config_path}: {exc}; move the folder away to start over") from None
 
@@ -248,7 +249,7 @@ class RunFolder:
 
 def _parse_row(line: bytes) -> dict[str, Any] | None:
     try:
-        row = json.loads(line)
+        row = jsonio.loads(line)
     except ValueError:
         return None
     return row if isinstance(row, dict) and "id" in row else None
