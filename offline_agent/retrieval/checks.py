@@ -48,10 +48,11 @@ ARRAYS: dict[str, str] = {
 class _Damaged(Exception):
     """One failed check: the array's name and why."""
 
-    def __init__(self, name: str, why: str) -> None:
+    def __init__(self, name: str, why: str, *, other: str | None = None) -> None:
         super().__init__(name, why)
         self.name = name
         self.why = why
+        self.other = other  # the file at fault when it is not `name` (two files that disagree)
 
 
 def check_index_arrays(gen_dir: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
@@ -59,10 +60,14 @@ def check_index_arrays(gen_dir: Path, arrays: dict[str, np.ndarray], meta: dict[
     try:
         _check(arrays, meta)
     except _Damaged as damaged:
-        suffix = "" if damaged.name.endswith(".json") else ".npy"
+        other = f" (or {_file_name(damaged.other)})" if damaged.other else ""
         raise RetrievalError(
-            f"corrupt index file {gen_dir / (damaged.name + suffix)}: {damaged.why}; rebuild the index"
+            f"corrupt index file {gen_dir / _file_name(damaged.name)}{other}: {damaged.why}; rebuild the index"
         ) from None
+
+
+def _file_name(name: str) -> str:
+    return name if name.endswith(".json") else f"{name}.npy"
 
 
 def _check(a: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
@@ -111,7 +116,7 @@ def _check(a: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         raise _Damaged("p_doc", "a live passage without a document")
     _within(a, "p_start", 0, None, "offsets")
     if rows and bool((np.asarray(a["p_end"]) < np.asarray(a["p_start"])).any()):
-        raise _Damaged("p_end", "a passage that ends before it starts")
+        raise _Damaged("p_end", "a passage that ends before it starts", other="p_start")
     for name in ("post_weights", "idf", "impact_weights", "term_tail"):
         if len(a[name]) and not bool(np.isfinite(a[name]).all()):
             raise _Damaged(name, "scores that are not finite numbers")
@@ -124,7 +129,7 @@ def _check(a: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         ("postings", postings, "post_docs"),
     ):
         if key in meta and meta[key] != actual:
-            raise _Damaged(name, f"{actual} {key}, meta.json says {meta[key]}")
+            raise _Damaged(name, f"{actual} {key}, meta.json says {meta[key]}", other="meta.json")
 
 
 def _length(a: dict[str, np.ndarray], name: str, expected: int, what: str) -> None:

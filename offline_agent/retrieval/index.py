@@ -22,7 +22,7 @@ from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.checks import check_index_arrays
 from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
-from offline_agent.retrieval.passages import Passage, SearchResult, StringColumn
+from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn
 from offline_agent.retrieval.postings import Postings, Searcher, Triples, build_postings, unique_sorted
 from offline_agent.retrieval.scoring import BM25Params
 
@@ -368,10 +368,10 @@ class BM25Index:
         return [
             Passage(
                 i,
-                str(kb[ko[d] : ko[d + 1]], "utf-8", "surrogatepass"),
-                str(hb[ho[d] : ho[d + 1]], "utf-8", "surrogatepass"),
-                str(tb[to[i] : to[i + 1]], "utf-8", "surrogatepass"),
-                str(sb[so[d] : so[d + 1]], "utf-8", "surrogatepass"),
+                str(kb[ko[d] : ko[d + 1]], "utf-8", DECODE_ERRORS),
+                str(hb[ho[d] : ho[d + 1]], "utf-8", DECODE_ERRORS),
+                str(tb[to[i] : to[i + 1]], "utf-8", DECODE_ERRORS),
+                str(sb[so[d] : so[d + 1]], "utf-8", DECODE_ERRORS),
                 s,
                 e,
             )
