@@ -274,7 +274,11 @@ def _unknown_model(name: str, specs: dict[str, ModelSpec]) -> ConfigError:
 
 
 def verify_model(name_or_path: str, *, registry: Path | None = None, progress: Progress | None = None) -> ResolvedModel:
-    """Re-hash a model fully, ignoring every cache; raise ModelError on a mismatch, refresh the caches."""
+    """Re-hash a model fully, ignoring every cache; raise ModelError on a mismatch, refresh the caches.
+
+    A path passes only when its sha256 is a registry model's; a file named or sized like a registry model but
+    with another digest (a truncated copy) is a mismatch, and any other file cannot be verified (ModelError).
+    """
     specs = load_registry(registry)
     spec = specs.get(name_or_path)
     if spec is None:
@@ -283,7 +287,10 @@ def verify_model(name_or_path: str, *, registry: Path | None = None, progress: P
         path = _check_gguf(Path(name_or_path).expanduser())
         digest = _hash_file(path, progress, f"verifying {path.name}")
         _store_digest(path, digest)
-        return _local_model(path, digest, specs)
+        resolved = _local_model(path, digest, specs)
+        if resolved.spec is None:
+            raise _unverified(path, digest, specs)
+        return resolved
     if spec.single_file:
         path = _part_paths(spec)[0]
         digest = _hash_file(path, progress, f"verifying {spec.name}")
@@ -303,6 +310,23 @@ def verify_model(name_or_path: str, *, registry: Path | None = None, progress: P
             )
         _write_sidecar(target, spec)
     return ResolvedModel(spec.name, target, digest, spec)
+
+
+def _unverified(path: Path, digest: str, specs: dict[str, ModelSpec]) -> ModelError:
+    """The error for a local file whose sha256 is no registry model's: a damaged copy of the model it is named
+    or sized like, or a file the registry cannot vouch for at all (never "ok")."""
+    size = path.stat().st_size
+    spec = next((s for s in specs.values() if s.file_name == path.name), None) or next(
+        (s for s in specs.values() if s.size == size), None
+    )
+    if spec is None:
+        return ModelError(
+            f"cannot verify {path}: no registry model has its file name, size or sha256 (its sha256 is {digest})"
+        )
+    return ModelError(
+        f"{path} is not a good copy of {spec.name!r}: {size} bytes with sha256 {digest}, expected {spec.size} bytes "
+        f"with sha256 {spec.sha256}; use `offline-agent models path {spec.name}` for the checked file"
+    )
 
 
 def install_model(

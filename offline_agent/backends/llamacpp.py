@@ -31,6 +31,10 @@ from offline_agent.steps import Completion, Timings, Usage
 # "llama.cpp": llama-cpp-python's grammar= sampler, which checks the whole vocabulary at every token (reference).
 GRAMMAR_ENGINES = ("llguidance", "llama.cpp-check", "llama.cpp")
 
+# Prompt tokens evaluated between two looks at the deadline: a long prompt takes seconds on a CPU, and
+# --max-seconds must be able to stop a run during it, not only after it.
+PROMPT_CHUNK = 64
+
 # llama.cpp's own sampling defaults; temperature 0 is greedy and ignores them.
 _TOP_K = 40
 _TOP_P = 0.95
@@ -190,13 +194,15 @@ class LlamaCppBackend:
         cached = self._reuse_prefix(tokens)
         llm.n_tokens = cached  # eval() drops the cache past this point before decoding the rest
         try:
-            llm.eval(tokens[cached:])
+            evaluated = self._eval_prompt(tokens, cached, stream)
         except RuntimeError:
             # Seen once in a long test session: llama_decode refused the batch (-1) after the cache was cut back.
             # Evaluating the whole prompt into an emptied cache recovers; only a second failure is an error.
             llm.reset()
             cached = 0
-            llm.eval(tokens)
+            evaluated = self._eval_prompt(tokens, 0, stream)
+        if not evaluated:
+            return cached
         stream.prompt_done()
         get_logits = self._llama_cpp.llama_get_logits_ith
         n_vocab = llm.n_vocab()
@@ -231,6 +237,9 @@ class LlamaCppBackend:
         """The reference path: llama.cpp's own grammar sampler (it checks the whole vocabulary at every token)."""
         llm = self.llm
         cached = self._reuse_prefix(tokens)
+        llm.n_tokens = cached
+        if not self._eval_prompt(tokens[:-1], cached, stream):  # generate() evaluates the last token itself
+            return cached
         if seed is not None:
             llm.set_seed(seed)
         generator = llm.generate(
@@ -250,6 +259,16 @@ class LlamaCppBackend:
             if not stream.add([token]):
                 break
         return cached
+
+    def _eval_prompt(self, tokens: list[int], start: int, stream: _Stream) -> bool:
+        """Evaluate tokens[start:] in chunks of PROMPT_CHUNK, looking at the deadline before each; False (finish
+        reason "interrupted") when it passed first. What was evaluated stays in the cache for the next call."""
+        for lo in range(start, len(tokens), PROMPT_CHUNK):
+            if stream.past_deadline():
+                stream.finish("interrupted")
+                return False
+            self.llm.eval(tokens[lo : lo + PROMPT_CHUNK])
+        return True
 
     def _is_end_of_generation(self, token: int) -> bool:
         vocab = self.llm._model.vocab
@@ -308,6 +327,9 @@ class _Stream:
 
     def finish(self, reason: str) -> None:
         self.reason = reason
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def add(self, tokens: list[int]) -> bool:
         """Take new tokens; False when the completion is over (stop string, max_tokens, deadline)."""

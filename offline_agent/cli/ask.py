@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -13,11 +14,14 @@ import click
 from offline_agent.agents import AgentCallbacks, AgentConfig
 from offline_agent.cli.options import action_graph_option, control_options, model_options, session_options
 from offline_agent.errors import ConfigError, OfflineAgentError
+from offline_agent.outputs import check_writable_file, describe_write_error
 from offline_agent.steps import Action, StepRecord, Trajectory
 
 if TYPE_CHECKING:
     from offline_agent.runner import Session
 EXIT_NO_ANSWER = 3
+# The run finished and its answer (if any) was printed, but the trace file could not be written.
+EXIT_TRACE_FAILED = 4
 
 
 class LiveView:
@@ -98,16 +102,34 @@ def open_session(corpus: str | None, model: str | None, *, agent: str, quiet: bo
 
 
 def append_trace(path: Path, trajectory: Trajectory) -> None:
-    """Append one whole JSON line and fsync it, so a trace file is never left with half a record."""
-    line = trajectory.to_json() + "\n"
+    """Append one whole JSON line and fsync it; on failure the file is cut back, so it never holds half a record."""
+    line = (trajectory.to_json() + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with open(path, "ab") as handle:
+            before = handle.tell()
+            try:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError:
+                with contextlib.suppress(OSError):
+                    handle.truncate(before)
+                raise
     except OSError as exc:
-        raise ConfigError(f"cannot write the trace file {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot write the trace file {path}: {describe_write_error(path, exc)}") from None
+
+
+def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
+    """Append to the trace file if there is one; on failure say why on stderr (one line) and return False."""
+    if path is None:
+        return True
+    try:
+        append_trace(path, trajectory)
+    except OfflineAgentError as exc:
+        click.echo(f"error: {exc} (the trajectory was not saved)", err=True)
+        return False
+    return True
 
 
 @click.command("ask")
@@ -154,10 +176,13 @@ def ask(
 
     Each step (Thought, then Action or Final) is printed on stderr as it is written, with the tool's
     Observation; the answer goes to stdout. Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
-    stopped without an answer (max steps, timeout, or a step the parser rejected).
+    stopped without an answer (max steps, timeout, or a step the parser rejected), 4 the answer was printed but
+    the --trace file could not be written.
     """
     if not question.strip():
         raise ConfigError("the question is empty")
+    if trace is not None:
+        check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
     config = AgentConfig(
         max_steps=max_steps,
         max_seconds=max_seconds,
@@ -188,9 +213,17 @@ def ask(
     )
     callbacks = None if quiet else LiveView().callbacks()
     trajectory = session.ask(question, config, callbacks)
-    if trace is not None:
-        append_trace(trace, trajectory)
-    report_trajectory(trajectory, as_json=as_json, quiet=quiet)
+    status = 0
+    try:
+        report_trajectory(trajectory, as_json=as_json, quiet=quiet)  # the answer first: nothing may hide it
+    except SystemExit as stop:
+        status = stop.code
+    finally:
+        traced = write_trace_or_report(trace, trajectory)
+    if not traced:
+        status = EXIT_TRACE_FAILED
+    if status:
+        raise SystemExit(status)
 
 
 def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool) -> None:
@@ -223,4 +256,14 @@ def no_answer_line(trajectory: Trajectory) -> str:
 
 COMMANDS = [ask]
 
-__all__ = ["COMMANDS", "LiveView", "OfflineAgentError", "append_trace", "ask", "open_session", "report_trajectory"]
+__all__ = [
+    "COMMANDS",
+    "EXIT_TRACE_FAILED",
+    "LiveView",
+    "OfflineAgentError",
+    "append_trace",
+    "ask",
+    "open_session",
+    "report_trajectory",
+    "write_trace_or_report",
+]

@@ -18,8 +18,16 @@ from typing import Any
 import click
 
 from offline_agent.agents import AgentConfig
-from offline_agent.cli.ask import LiveView, append_trace, no_answer_line, open_session, stop_line
+from offline_agent.cli.ask import (
+    EXIT_TRACE_FAILED,
+    LiveView,
+    no_answer_line,
+    open_session,
+    stop_line,
+    write_trace_or_report,
+)
 from offline_agent.cli.options import action_graph_option, control_options, model_options, session_options
+from offline_agent.outputs import check_writable_file
 from offline_agent.steps import Trajectory, Turn
 
 CHAT_COMMANDS = {
@@ -47,6 +55,7 @@ class ChatLoop:
         self.trace = trace
         self.quiet = quiet
         self.history: list[Turn] = []
+        self.trace_failures = 0
 
     def run(self, stream: Any, *, interactive: bool) -> None:
         """Answer each line of `stream` until /quit, end of input, or Ctrl-C at the prompt."""
@@ -107,8 +116,6 @@ class ChatLoop:
             click.echo("\ninterrupted: question abandoned", err=True)
             return None
         self.history.append(Turn(question, trajectory.answer))
-        if self.trace is not None:
-            append_trace(self.trace, trajectory)
         if self.as_json:
             click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
         else:
@@ -117,6 +124,9 @@ class ChatLoop:
             click.echo("\n" + stop_line(trajectory), err=True)
         if trajectory.stop_reason != "final":
             click.echo(no_answer_line(trajectory), err=True)
+        # After the answer, so a trace that cannot be written never hides it; the chat goes on.
+        if not write_trace_or_report(self.trace, trajectory):
+            self.trace_failures += 1
         return trajectory
 
 
@@ -179,12 +189,15 @@ def chat(
       offline-agent chat --corpus ~/notes
       printf 'Who founded X?\\nWhere was she born?\\n' | offline-agent chat -q
 
-    Exit status: 0 when the chat ends, 1 error (model or corpus), 2 bad usage.
+    Exit status: 0 when the chat ends, 1 error (model or corpus), 2 bad usage, 4 some turns could not be written
+    to the --trace file (their answers were printed).
     """
     from offline_agent.agents import agent_class
     from offline_agent.agents.knowagent import check_action_graph
 
     check_action_graph(agent_class(agent), action_graph)  # before the model loads
+    if trace is not None:
+        check_writable_file(trace, "trace file")
     config = AgentConfig(
         max_steps=max_steps,
         max_seconds=max_seconds,
@@ -213,7 +226,10 @@ def chat(
     interactive = hasattr(stdin, "isatty") and stdin.isatty()
     if interactive and not quiet:
         click.echo("one question per line; " + ", ".join(f"{k} {v}" for k, v in CHAT_COMMANDS.items()), err=True)
-    ChatLoop(session, config, as_json=as_json, trace=trace, quiet=quiet).run(stdin, interactive=interactive)
+    loop = ChatLoop(session, config, as_json=as_json, trace=trace, quiet=quiet)
+    loop.run(stdin, interactive=interactive)
+    if loop.trace_failures:
+        raise SystemExit(EXIT_TRACE_FAILED)
 
 
 COMMANDS = [chat]

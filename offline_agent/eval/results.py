@@ -22,6 +22,7 @@ from typing import Any
 
 from offline_agent import jsonio
 from offline_agent.errors import OfflineAgentError
+from offline_agent.outputs import describe_write_error
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -147,7 +148,8 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise ResultsError(f"cannot use the run folder {self.path}: {exc.strerror or exc}") from None
+            why = describe_write_error(self.path / LOCK, exc)
+            raise ResultsError(f"cannot use the run folder {self.path}: {why}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -152,7 +152,7 @@ def test_a_failed_update_leaves_the_previous_index(saved: Path, monkeypatch, aft
     monkeypatch.undo()
     after_fail = BM25Index.load(saved, verify=True).search("tower", k=5)
     assert after_fail.ids.tolist() == before.ids.tolist()
-    assert sorted(p.name for p in saved.iterdir() if p.name != ".lock") == generations  # no partial generation left behind
+    assert sorted(p.name for p in saved.iterdir() if p.name != ".lock") == generations  # no partial generation
 
 
 def test_a_failed_manifest_switch_leaves_the_previous_index(saved: Path, monkeypatch) -> None:
