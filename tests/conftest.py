@@ -13,6 +13,15 @@ settings.register_profile("offline_agent", deadline=None)
 settings.load_profile("offline_agent")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kills",
+        type=int,
+        default=None,
+        help="reliability suite: how many `index --update` runs to kill -9 (default 20, or OFFLINE_AGENT_KILLS)",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that says `shared_data` in its name gets the marker, so the rule below holds for new tests too."""
     for item in items:

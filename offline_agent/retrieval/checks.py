@@ -105,6 +105,8 @@ def _check(a: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
     _within(a, "post_docs", 0, rows, "passage ids")
     _within(a, "impact_docs", 0, rows, "passage ids")
     _within(a, "vocab_hash_ids", 0, n_terms, "term ids")
+    if n_terms and not bool((np.bincount(a["vocab_hash_ids"], minlength=n_terms) == 1).all()):
+        raise _Damaged("vocab_hash_ids", "a term missing from the hash table")
     if len(a["vocab_hash"]) > 1 and not bool((a["vocab_hash"][1:] >= a["vocab_hash"][:-1]).all()):
         raise _Damaged("vocab_hash", "hash table out of order")
     _within(a, "live", 0, 2, "flags (0 or 1)")
@@ -112,8 +114,11 @@ def _check(a: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
     _within(a, "post_tf", 1, None, "term counts")
     _within(a, "p_doc", -1, n_docs, "document ids")
     live = np.asarray(a["live"]).astype(bool)
-    if rows and bool((np.asarray(a["p_doc"])[live] < 0).any()):
-        raise _Damaged("p_doc", "a live passage without a document")
+    live_docs = np.asarray(a["p_doc"])[live]
+    if rows and bool((live_docs < 0).any()):
+        raise _Damaged("p_doc", "a live passage without a document", other="live")
+    if n_docs and not bool(np.bincount(live_docs, minlength=n_docs).all()):  # documents are renumbered on delete
+        raise _Damaged("p_doc", "a document without a passage", other="live")
     _within(a, "p_start", 0, None, "offsets")
     if rows and bool((np.asarray(a["p_end"]) < np.asarray(a["p_start"])).any()):
         raise _Damaged("p_end", "a passage that ends before it starts", other="p_start")
