@@ -15,7 +15,7 @@ def cli(
     cwd: Path | None = None,
     prefix: tuple[str, ...] = (),
     stdin: str | None = None,
-    timeout: float = 300,
+    timeout: float = 1800,  # a guard against a hang, not a time limit: a loaded 2-core machine is slow
 ) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it, in a subprocess (optionally behind `prefix`, e.g. unshare -n)."""
     env = cli_env(home)
