@@ -23,7 +23,8 @@ from harness import cli, namespace_probe, one_line_error
 from offline_agent import models
 
 QUESTION = "Where was Marie Curie born?"
-ANSWER_ARGS = ("--agent", "standard", "--max-tokens", "48", "--seed", "0")
+MODEL = ("--model", "smollm2-135m-instruct")
+ANSWER_ARGS = (*MODEL, "--agent", "standard", "--max-tokens", "48", "--seed", "0")
 pytestmark = pytest.mark.model
 
 
@@ -69,7 +70,7 @@ def test_a_bad_trace_path_is_refused_before_the_model_loads(corpus, tmp_path: Pa
     (tmp_path / "notes.txt").write_text("a regular file")
     trace = tmp_path / "notes.txt" / "trace.jsonl" if where == "under a file" else tmp_path
     for command in (["ask", QUESTION], ["chat"]):
-        result = cli(*command, "--corpus", str(corpus), "--trace", str(trace), stdin="")
+        result = cli(*command, "--corpus", str(corpus), *MODEL, "--trace", str(trace), stdin="")
         if where == "a folder":  # click's own check of the option: a usage error
             ok = result.returncode == 2 and "is a directory" in result.stderr and "Traceback" not in result.stderr
         else:
@@ -96,7 +97,9 @@ def test_chat_with_an_unwritable_trace_prints_every_answer(corpus, tmp_path: Pat
 
 def test_eval_run_folder_under_a_file_is_refused_before_the_model_loads(tmp_path: Path, ledger) -> None:
     (tmp_path / "runs").write_text("a regular file")
-    result = cli("eval", "corpora/sample/questions.jsonl", "--limit", "1", "--out", str(tmp_path / "runs" / "x"))
+    result = cli(
+        "eval", "corpora/sample/questions.jsonl", *MODEL, "--limit", "1", "--out", str(tmp_path / "runs" / "x")
+    )
     line = one_line_error(result)
     ok = line is not None and f"{tmp_path / 'runs'} is a file, not a folder" in line and "model:" not in result.stderr
     ledger.record("lost answer (--trace)", "handled" if ok else "crashed")
@@ -130,14 +133,15 @@ def test_ask_and_eval_work_without_a_network(corpus, reference_answer, tmp_path:
     ids=["empty-model", "nan", "inf", "negative"],
 )
 def test_bad_limits_and_names_are_usage_errors(corpus, args: tuple[str, str], ledger) -> None:
-    result = cli("ask", QUESTION, "--corpus", str(corpus), *args)
+    model = () if args[0] == "--model" else MODEL
+    result = cli("ask", QUESTION, "--corpus", str(corpus), *model, *args)
     ok = result.returncode == 2 and "Invalid value" in result.stderr and "model:" not in result.stderr
     ledger.record("CLI edge cases", "handled" if ok else "crashed")
     assert ok, result.stderr[-1000:]
 
 
 def test_max_seconds_stops_a_run_during_its_first_prompt(corpus, ledger) -> None:
-    result = cli("ask", QUESTION, "--corpus", str(corpus), "--max-seconds", "0.1", "--json")
+    result = cli("ask", QUESTION, "--corpus", str(corpus), *MODEL, "--max-seconds", "0.1", "--json")
     trajectory = json.loads(result.stdout) if result.stdout.strip() else {}
     ok = result.returncode == 3 and trajectory.get("stop_reason") == "timeout" and len(trajectory["steps"]) <= 1
     ledger.record("CLI edge cases", "handled" if ok else "crashed")
