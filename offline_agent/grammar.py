@@ -35,6 +35,8 @@ from offline_agent.errors import ConfigError, GrammarError
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from offline_agent.grounding import Grounding
+
 _TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _ACTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 FINAL = "Final"  # the "tool" of a move that ends the step with `Final:` instead of `Action:`
@@ -87,6 +89,9 @@ class GrammarSpec:
     string_max: int = 120
     action_path: tuple[str, ...] | None = None
     next_actions: tuple[tuple[str, str], ...] = ()  # (move name, tool name or FINAL), in the order offered
+    # The Final may only be a span of what the run has read, or yes/no (grounding.py): the GBNF is built from a
+    # Grounding handed to build_grammar, the Lark grammar leaves the line free and the parser checks the span.
+    grounded: bool = False
 
     def __post_init__(self) -> None:
         names = [tool.name for tool in self.tools]
@@ -125,6 +130,7 @@ class GrammarSpec:
             string_max=self.string_max,
             action_path=self.action_path,
             next_actions=tuple(move for move in self.next_actions if move[1] == FINAL),
+            grounded=self.grounded,
         )
 
     @property
@@ -143,14 +149,27 @@ class StepGrammar:
     gbnf: str
     lark: str
     sha256: str = field(default="")
+    # The decoder's grammar in llguidance's Lark dialect, when it differs from `lark` and GBNF would be slow to
+    # hand to llguidance: a grounded step (thousands of span rules: llguidance converts GBNF of that size in
+    # hundreds of milliseconds, its own Lark in well under one). Engines that read GBNF use `gbnf`.
+    llguidance: str | None = None
 
 
-def build_grammar(spec: GrammarSpec) -> StepGrammar:
-    """Build the GBNF and Lark grammars of one step from `spec`."""
-    gbnf = _render(spec, "gbnf")
+def build_grammar(spec: GrammarSpec, grounding: Grounding | None = None) -> StepGrammar:
+    """Build the GBNF and Lark grammars of one step from `spec`.
+
+    A grounded spec's Final is built from `grounding` (the spans read so far; None: nothing read yet, so only
+    yes or no).
+    """
+    if spec.grounded and grounding is None:
+        from offline_agent.grounding import Grounding
+
+        grounding = Grounding()
+    gbnf = _render(spec, "gbnf", grounding)
     lark = _render(spec, "lark")
+    decoder = _render(spec, "lark", grounding) if spec.grounded else None
     digest = hashlib.sha256((gbnf + "\0" + lark).encode("utf-8")).hexdigest()
-    return StepGrammar(spec=spec, gbnf=gbnf, lark=lark, sha256=digest)
+    return StepGrammar(spec=spec, gbnf=gbnf, lark=lark, sha256=digest, llguidance=decoder)
 
 
 # --- one walk, two dialects -------------------------------------------------------------------------------------
@@ -214,13 +233,13 @@ class _Writer:
         return "\n".join(lines) + "\n"
 
 
-def _render(spec: GrammarSpec, dialect: str) -> str:
+def _render(spec: GrammarSpec, dialect: str, grounding: Grounding | None = None) -> str:
     w = _Writer(dialect)
     newline = w.literal("\n")
     line_break = w.rule("nl", f"{newline} {w.optional(newline)}")
     step_end = w.rule("end", w.optional(f"{newline} {w.optional(newline)}"))
     if spec.action_path is not None:
-        return _render_moves(w, spec, line_break, step_end)
+        return _render_moves(w, spec, line_break, step_end, grounding)
 
     parts: list[str] = []
     if spec.thought:
@@ -243,14 +262,28 @@ def _render(spec: GrammarSpec, dialect: str) -> str:
         call = w.rule("call", " | ".join(calls))
         choices.append(w.rule("action", f"{w.literal('Action: ')} {call} {step_end}"))
     if spec.allow_final:
-        final_text = w.line("final_text", _TEXT_FIRST, _TEXT_REST, spec.final_max)
+        final_text = _final_text(w, spec, grounding)
         choices.append(w.rule("final", f"{w.literal('Final: ')} {final_text} {step_end}"))
 
     ending = choices[0] if len(choices) == 1 else f"({' | '.join(choices)})"
     return w.text(" ".join([*parts, ending]))
 
 
-def _render_moves(w: _Writer, spec: GrammarSpec, line_break: str, step_end: str) -> str:
+def _final_text(w: _Writer, spec: GrammarSpec, grounding: Grounding | None) -> str:
+    """The answer after `Final: `: a bounded line; for a grounded spec, the spans of `grounding` (the decoder's
+    GBNF and llguidance Lark), or without it an unbounded line that the parser checks against the evidence."""
+    if not spec.grounded:
+        return w.line("final_text", _TEXT_FIRST, _TEXT_REST, spec.final_max)
+    if grounding is None:  # the parser's Lark grammar: any line; the parser checks the span itself
+        return w.terminal("final_text", f"[{_TEXT_FIRST}][{_TEXT_REST}]*", "")
+    start, rules = grounding.gbnf_rules("span_" if w.is_lark else "span-")
+    w.rules.extend(rules)
+    return start
+
+
+def _render_moves(
+    w: _Writer, spec: GrammarSpec, line_break: str, step_end: str, grounding: Grounding | None = None
+) -> str:
     """An action-path step: the forced `ActionPath: ... -> ` text, then one branch per allowed move."""
     thought = None
     if spec.thought:
@@ -264,7 +297,7 @@ def _render_moves(w: _Writer, spec: GrammarSpec, line_break: str, step_end: str)
     for number, (name, tool_name) in enumerate(spec.next_actions, start=1):
         if tool_name == FINAL:
             if final is None:
-                final_text = w.line("final_text", _TEXT_FIRST, _TEXT_REST, spec.final_max)
+                final_text = _final_text(w, spec, grounding)
                 final = w.rule("final", f"{w.literal('Final: ')} {final_text} {step_end}")
             ending = final
         else:

@@ -43,6 +43,8 @@ from offline_agent.steps import Action, Step
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from offline_agent.grounding import Grounding
+
 
 class _StepTransformer(Transformer):
     """Methods named after the grammar's rules; each returns the value of its subtree."""
@@ -168,8 +170,12 @@ class StepParser(_CheckedParser):
         self._transformer = _StepTransformer(self.spec)
         self._checker: GbnfChecker | None = None
 
-    def parse(self, text: str) -> Step:
-        """Parse one complete step; raise StepParseError (labelled, with position) if the grammar rejects it."""
+    def parse(self, text: str, grounding: Grounding | None = None) -> Step:
+        """Parse one complete step; raise StepParseError (labelled, with position) if the grammar rejects it.
+
+        For a grounded spec, `grounding` holds what the run has read: a Final that is not one of its spans (nor
+        yes/no) is rejected with the label `ungrounded`.
+        """
         if not text.strip():
             raise StepParseError("empty step: the model wrote nothing", label="empty", line=1, column=1)
         try:
@@ -177,11 +183,22 @@ class StepParser(_CheckedParser):
         except UnexpectedInput as exc:
             raise self._error(text, exc) from None
         try:
-            return self._transformer.transform(tree)
+            step = self._transformer.transform(tree)
         except VisitError as exc:
             if not isinstance(exc.orig_exc, _ArgumentError):
                 raise
             raise StepParseError(str(exc.orig_exc), label="bad_argument", line=1, column=1) from None
+        ungrounded = step.final is not None and grounding is not None and not grounding.accepts(step.final)
+        if self.spec.grounded and ungrounded:
+            line = text[: text.find("Final:")].count("\n") + 1
+            raise StepParseError(
+                f"the answer {step.final!r} is not a span of anything read so far (nor yes/no) at line {line}",
+                label="ungrounded",
+                line=line,
+                column=len("Final: ") + 1,
+                context=text.strip()[-60:],
+            )
+        return step
 
     def _error(self, text: str, exc: UnexpectedInput) -> StepParseError:
         position = getattr(exc, "pos_in_stream", None) or 0

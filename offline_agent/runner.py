@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent, agent_class
+from offline_agent.agents.consistency import run_samples
 from offline_agent.errors import ConfigError
 from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Trajectory, Turn
@@ -113,8 +114,16 @@ class Session:
         if not question or not question.strip():
             raise ConfigError("the question is empty")
         strategy = agent_class(self.agent)
-        registry = build_tools(self.index, agent_tools(strategy, self.tools))
-        agent = strategy(self.backend, registry, config, callbacks)
-        trajectory = agent.run(question.strip(), history) if history else agent.run(question.strip())
+        search = (config or AgentConfig()).search_settings()
+        config = config or AgentConfig()
+        question = question.strip()
+
+        def run(run_config: AgentConfig) -> Trajectory:
+            tools = build_tools(self.index, agent_tools(strategy, self.tools), search, question)
+            agent = strategy(self.backend, tools, run_config, callbacks)
+            return agent.run(question, history) if history else agent.run(question)
+
+        many = config.samples > 1
+        trajectory = run_samples(run, config, config.samples, question, history) if many else run(config)
         trajectory.corpus = self.corpus
         return trajectory

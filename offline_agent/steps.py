@@ -87,16 +87,19 @@ class Usage:
 
 @dataclass
 class Timings:
-    """Seconds spent in one backend call: evaluating the prompt, generating, and inside the grammar."""
+    """Seconds spent in one backend call: evaluating the prompt, generating, inside the grammar, and compiling
+    a grammar the backend had not seen (every step of a grounded run has a new one)."""
 
     prompt_s: float = 0.0
     generate_s: float = 0.0
     grammar_s: float = 0.0
+    compile_s: float = 0.0
 
     def __iadd__(self, other: Timings) -> Timings:
         self.prompt_s += other.prompt_s
         self.generate_s += other.generate_s
         self.grammar_s += other.grammar_s
+        self.compile_s += other.compile_s
         return self
 
 
@@ -174,6 +177,11 @@ class Trajectory:
     history: list[Turn] = field(default_factory=list)
     early_stopping: str = "generate"
     budget_hint: bool = False
+    grounded: bool = False
+    # Self-consistency (agents/consistency.py): each run's answer, stop reason, seed, temperature, seconds and steps,
+    # and the votes per normalised answer; empty for a single run.
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    votes: dict[str, int] = field(default_factory=dict)
 
     @property
     def intermediate_steps(self) -> list[tuple[Action, str]]:

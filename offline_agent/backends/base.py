@@ -19,6 +19,20 @@ from offline_agent.steps import Completion
 TokenCallback = Callable[[str], None]
 
 
+@runtime_checkable
+class DecoderGrammar(Protocol):
+    """A step's grammar as a backend receives it: GBNF, and optionally the same language in llguidance's Lark
+    dialect (grammar.StepGrammar has both; a plain string is GBNF)."""
+
+    gbnf: str
+    llguidance: str | None
+
+
+def gbnf_of(grammar: str | DecoderGrammar) -> str:
+    """The GBNF text of a grammar handed to `complete`."""
+    return grammar if isinstance(grammar, str) else grammar.gbnf
+
+
 @dataclass(frozen=True)
 class BackendCapabilities:
     """What a backend can do beyond writing text."""
@@ -46,7 +60,7 @@ class Backend(Protocol):
         self,
         prompt: str,
         *,
-        grammar: str | None = None,
+        grammar: str | DecoderGrammar | None = None,
         max_tokens: int = 256,
         stop: Sequence[str] = (),
         temperature: float = 0.0,
@@ -56,6 +70,11 @@ class Backend(Protocol):
     ) -> Completion: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+    def warm(self, prefix: str) -> None:
+        """Get ready for prompts that start with `prefix` (the part every question shares): a backend with a
+        prefix cache evaluates it now or loads it from an earlier run; others do nothing."""
+        ...
 
     def describe(self) -> dict[str, Any]:
         """What identifies the model in a trajectory (name, path, sha256, settings)."""

@@ -25,7 +25,19 @@ from typing import Any
 
 import numpy as np
 
+from offline_agent.backends.base import DecoderGrammar, gbnf_of
 from offline_agent.errors import GrammarError, ModelError
+
+# Compiled grammars a GrammarCache keeps (oldest dropped first): the step grammars of every strategy fit many
+# times over, while the grammars of grounded steps, new at every step, do not pile up.
+MATCHERS_KEPT = 64
+
+
+def _decoder_text(grammar: DecoderGrammar) -> tuple[str, str]:
+    """(dialect, text) to hand llguidance: its own Lark form when the grammar has one, else the GBNF."""
+    if grammar.llguidance:
+        return "lark", grammar.llguidance
+    return "gbnf", grammar.gbnf
 
 
 @dataclass(frozen=True)
@@ -94,22 +106,32 @@ class GrammarCache:
         self.tokenizer_s = time.perf_counter() - started
         self._matchers: dict[str, Any] = {}
         self.compile_s: dict[str, float] = {}
+        self.last_compile_s = 0.0
         self._bitmask = llguidance.numpy.allocate_token_bitmask(1, self.n_vocab)
 
-    def matcher(self, gbnf: str) -> Any:
-        """A fresh matcher at the start of `gbnf` (compiled on first use, copied after)."""
-        pristine = self._matchers.get(gbnf)
+    def matcher(self, grammar: str | DecoderGrammar) -> Any:
+        """A fresh matcher at the start of `grammar` (GBNF, or its llguidance Lark form when it has one; compiled
+        on first use and copied after; the last MATCHERS_KEPT grammars are kept)."""
+        kind, text = ("gbnf", grammar) if isinstance(grammar, str) else _decoder_text(grammar)
+        pristine = self._matchers.pop(text, None)
         if pristine is None:
             started = time.perf_counter()
             try:
-                grammar = self._llg.grammar_from("gbnf", gbnf)
+                compiled = self._llg.grammar_from(kind, text)
             except ValueError as exc:
                 raise GrammarError(f"the grammar does not compile: {exc}") from exc
-            pristine = self._llg.LLMatcher(self.tokenizer, grammar, log_level=0)
+            pristine = self._llg.LLMatcher(self.tokenizer, compiled, log_level=0)
             if pristine.is_error():
                 raise GrammarError(f"the grammar does not compile: {pristine.get_error()}")
-            self._matchers[gbnf] = pristine
-            self.compile_s[gbnf] = time.perf_counter() - started
+            self.compile_s[text] = time.perf_counter() - started
+            self.last_compile_s = self.compile_s[text]
+            while len(self._matchers) >= MATCHERS_KEPT:  # grounded steps make a new grammar each step
+                oldest = next(iter(self._matchers))
+                del self._matchers[oldest]
+                self.compile_s.pop(oldest, None)
+        else:
+            self.last_compile_s = 0.0
+        self._matchers[text] = pristine  # most recently used last
         return pristine.deep_copy()
 
     def masked(self, matcher: Any, logits: np.ndarray) -> np.ndarray:
@@ -186,7 +208,8 @@ class LlamaGrammarCache:
         self._pristine: dict[str, Any] = {}
         self.compile_s: dict[str, float] = {}
 
-    def matcher(self, gbnf: str) -> LlamaGrammarCheck:
+    def matcher(self, grammar: str | DecoderGrammar) -> LlamaGrammarCheck:
+        gbnf = gbnf_of(grammar)
         pristine = self._pristine.get(gbnf)
         if pristine is None:
             from offline_agent.grammar import GbnfChecker

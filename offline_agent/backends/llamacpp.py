@@ -8,6 +8,7 @@ generation separately. llama-cpp-python is imported here only, with an install h
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from collections.abc import Sequence
@@ -16,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from offline_agent.backends.base import BackendCapabilities, TokenCallback
+from offline_agent.backends import prefix_cache
+from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback, gbnf_of
 from offline_agent.backends.guided import (
     GrammarCache,
     LlamaGrammarCache,
@@ -34,6 +36,9 @@ GRAMMAR_ENGINES = ("llguidance", "llama.cpp-check", "llama.cpp")
 # Prompt tokens evaluated between two looks at the deadline: a long prompt takes seconds on a CPU, and
 # --max-seconds must be able to stop a run during it, not only after it.
 PROMPT_CHUNK = 64
+
+# KV cache element types by name (a quantized V cache needs flash attention).
+_KV_TYPES = {"f16": "GGML_TYPE_F16", "q8_0": "GGML_TYPE_Q8_0"}
 
 # llama.cpp's own sampling defaults; temperature 0 is greedy and ignores them.
 _TOP_K = 40
@@ -71,7 +76,15 @@ class LlamaCppBackend:
         grammar_engine: str = "llguidance",
         jump_forward: bool = True,
         verbose: bool = False,
+        n_batch: int = 512,
+        n_ubatch: int = 512,
+        flash_attn: bool = False,
+        kv_type: str = "f16",
+        use_mmap: bool = True,
+        use_mlock: bool = False,
     ) -> None:
+        if kv_type not in _KV_TYPES:
+            raise ConfigError(f"unknown KV cache type {kv_type!r}; choose from {sorted(_KV_TYPES)}")
         if grammar_engine not in GRAMMAR_ENGINES:
             raise ConfigError(f"unknown grammar engine {grammar_engine!r}; choose from {sorted(GRAMMAR_ENGINES)}")
         llama_cpp = _import_llama_cpp()
@@ -88,10 +101,18 @@ class LlamaCppBackend:
                 n_gpu_layers=gpu_layers,
                 seed=seed,
                 verbose=verbose,
+                n_batch=n_batch,
+                n_ubatch=n_ubatch,
+                flash_attn=flash_attn,
+                type_k=getattr(llama_cpp, _KV_TYPES[kv_type]),
+                type_v=getattr(llama_cpp, _KV_TYPES[kv_type]),
+                use_mmap=use_mmap,
+                use_mlock=use_mlock,
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
         self._llama_cpp = llama_cpp
+        self._cache_settings = (n_batch, n_ubatch, flash_attn, kv_type)
         self.path = path
         self.model_name = model_name or path.stem
         self.sha256 = sha256
@@ -107,6 +128,50 @@ class LlamaCppBackend:
         self.grammar_engine = grammar_engine
         self.jump_forward = jump_forward
         self._guide: GrammarCache | LlamaGrammarCache | None = None
+
+    def warm(self, prefix: str) -> None:
+        """Make llama.cpp's cache hold `prefix` (the part of the prompt every question shares).
+
+        Already there: nothing to do. Else the cache saved by an earlier process for the same model, settings and
+        tokens is loaded (backends/prefix_cache.py); failing that the prefix is evaluated and saved for next time.
+        """
+        tokens = self.tokenize(prefix, prompt=True)
+        llm = self.llm
+        if len(tokens) < prefix_cache.MIN_TOKENS or len(tokens) >= self.context_size:
+            return
+        if _common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens) >= len(tokens):
+            return
+        path = prefix_cache.cache_folder() / prefix_cache.state_key(self._identity, tokens)
+        state = prefix_cache.read_state(path, tokens)
+        if state is not None and self._restore(tokens, state):
+            return
+        llm.reset()
+        llm.eval(tokens)
+        size = self._llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = self._llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buffer, size, 0)
+        if written:
+            prefix_cache.write_state(path, tokens, bytes(buffer)[:written])
+
+    def _restore(self, tokens: list[int], state: bytes) -> bool:
+        """Load a saved sequence cache for `tokens`; False (and an empty cache) when llama.cpp refuses it."""
+        llm = self.llm
+        llm.reset()
+        self._llama_cpp.llama_memory_clear(self._llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if not self._llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(state), 0):
+            self._llama_cpp.llama_memory_clear(self._llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+            return False
+        llm.input_ids[: len(tokens)] = tokens
+        llm.n_tokens = len(tokens)
+        return True
+
+    @property
+    def _identity(self) -> tuple[object, ...]:
+        """What a saved cache depends on besides its tokens."""
+        stat = self.path.stat()
+        model = self.sha256 or f"{self.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+        return (model, self._llama_cpp.__version__, self.context_size, self.gpu_layers, *self._cache_settings)
 
     def _token_text(self, token: int) -> str | None:
         if token < 0:
@@ -146,7 +211,7 @@ class LlamaCppBackend:
         self,
         prompt: str,
         *,
-        grammar: str | None = None,
+        grammar: str | DecoderGrammar | None = None,
         max_tokens: int = 256,
         stop: Sequence[str] = (),
         temperature: float = 0.0,
@@ -166,7 +231,7 @@ class LlamaCppBackend:
         sampling = SamplingSettings(temperature=temperature, top_k=_TOP_K, top_p=_TOP_P, min_p=_MIN_P)
         try:
             if grammar is not None and self.grammar_engine == "llama.cpp":
-                cached = self._run_llama_grammar(tokens, grammar, sampling, seed, stream)
+                cached = self._run_llama_grammar(tokens, gbnf_of(grammar), sampling, seed, stream)
             else:
                 cached = self._run_guided(tokens, grammar, sampling, seed, stream)
         except (RuntimeError, ValueError) as exc:
@@ -180,7 +245,12 @@ class LlamaCppBackend:
         return min(cached, len(tokens) - 1)
 
     def _run_guided(
-        self, tokens: list[int], grammar: str | None, sampling: SamplingSettings, seed: int | None, stream: _Stream
+        self,
+        tokens: list[int],
+        grammar: str | DecoderGrammar | None,
+        sampling: SamplingSettings,
+        seed: int | None,
+        stream: _Stream,
     ) -> int:
         """The fast path: llguidance checks sampled tokens, masks only on rejection, and jumps forward."""
         llm = self.llm
@@ -190,6 +260,7 @@ class LlamaCppBackend:
                 check = self.grammar_engine == "llama.cpp-check"
                 self._guide = LlamaGrammarCache(llm, self._llama_cpp) if check else GrammarCache(llm)
             matcher = self._guide.matcher(grammar)
+            stream.compile_s = getattr(self._guide, "last_compile_s", 0.0)
         sampler = TokenSampler(sampling, seed)
         cached = self._reuse_prefix(tokens)
         llm.n_tokens = cached  # eval() drops the cache past this point before decoding the rest
@@ -306,6 +377,7 @@ class _Stream:
         self.started = time.perf_counter()
         self.prompt_at: float | None = None
         self.grammar_s = 0.0
+        self.compile_s = 0.0
         self.masked = 0
         self.forced = 0
         self.rejections: list[tuple[int, str]] = []
@@ -360,7 +432,12 @@ class _Stream:
             text=text,
             finish_reason=self.reason,
             usage=Usage(prompt_tokens=prompt_tokens, cached_tokens=max(cached, 0), generated_tokens=len(self.tokens)),
-            timings=Timings(prompt_s=first - self.started, generate_s=ended - first, grammar_s=self.grammar_s),
+            timings=Timings(
+                prompt_s=first - self.started,
+                generate_s=ended - first,
+                grammar_s=self.grammar_s,
+                compile_s=self.compile_s,
+            ),
             tokens=list(self.tokens),
             masked_tokens=self.masked,
             forced_tokens=self.forced,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from offline_agent.backends.base import BackendCapabilities, TokenCallback
+from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback, gbnf_of
 from offline_agent.errors import ModelError
 from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Completion, Usage
@@ -51,7 +51,7 @@ class ScriptedBackend:
         self,
         prompt: str,
         *,
-        grammar: str | None = None,
+        grammar: str | DecoderGrammar | None = None,
         max_tokens: int = 256,
         stop: Sequence[str] = (),
         temperature: float = 0.0,
@@ -59,7 +59,8 @@ class ScriptedBackend:
         on_token: TokenCallback | None = None,
         deadline: float | None = None,
     ) -> Completion:
-        self.calls.append(ScriptedCall(prompt, grammar, max_tokens, tuple(stop), temperature, seed))
+        gbnf = None if grammar is None else gbnf_of(grammar)
+        self.calls.append(ScriptedCall(prompt, gbnf, max_tokens, tuple(stop), temperature, seed))
         if not self._queue:
             raise ModelError("the scripted backend has no more outputs queued")
         item = self._queue.popleft()
@@ -76,6 +77,9 @@ class ScriptedBackend:
         if on_token is not None and completion.text:
             on_token(completion.text)
         return completion
+
+    def warm(self, prefix: str) -> None:
+        """Nothing to cache: the scripted backend evaluates no prompt."""
 
     def count_tokens(self, text: str) -> int:
         # About four characters a token, like the small BPE vocabularies this stands in for.

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from offline_agent.agents import AgentCallbacks, AgentConfig
-from offline_agent.cli.options import action_graph_option, control_options, model_options, session_options
+from offline_agent.cli.options import (
+    action_graph_option,
+    control_options,
+    evidence_options,
+    model_options,
+    session_options,
+)
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import check_writable_file, describe_write_error
 from offline_agent.steps import Action, StepRecord, Trajectory
@@ -140,6 +146,7 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
 @click.argument("question")
 @session_options()
 @control_options()
+@evidence_options()
 @action_graph_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
@@ -165,6 +172,13 @@ def ask(
     grammar_engine: str,
     no_jump_forward: bool,
     early_stopping: str,
+    grounded: bool,
+    min_searches: int,
+    first_search: bool,
+    samples: int,
+    search_k: int,
+    snippet: str,
+    title_boost: bool,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
@@ -191,6 +205,13 @@ def ask(
         max_tokens=max_tokens,
         grammar=not no_grammar,
         early_stopping=early_stopping,
+        grounded=grounded,
+        min_searches=min_searches,
+        first_search=first_search,
+        samples=samples,
+        search_k=search_k,
+        snippet=snippet,
+        title_boost=title_boost,
         budget_hint=budget_hint,
         action_graph=action_graph,
     )

@@ -26,7 +26,13 @@ from offline_agent.cli.ask import (
     stop_line,
     write_trace_or_report,
 )
-from offline_agent.cli.options import action_graph_option, control_options, model_options, session_options
+from offline_agent.cli.options import (
+    action_graph_option,
+    control_options,
+    evidence_options,
+    model_options,
+    session_options,
+)
 from offline_agent.outputs import check_writable_file
 from offline_agent.steps import Trajectory, Turn
 
@@ -137,6 +143,7 @@ class ChatLoop:
 )
 @session_options()
 @control_options()
+@evidence_options()
 @action_graph_option()
 @click.option(
     "--json", "as_json", is_flag=True, help="Print each turn's whole trajectory as one JSON line instead of its answer."
@@ -163,6 +170,13 @@ def chat(
     grammar_engine: str,
     no_jump_forward: bool,
     early_stopping: str,
+    grounded: bool,
+    min_searches: int,
+    first_search: bool,
+    samples: int,
+    search_k: int,
+    snippet: str,
+    title_boost: bool,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
@@ -206,6 +220,13 @@ def chat(
         max_tokens=max_tokens,
         grammar=not no_grammar,
         early_stopping=early_stopping,
+        grounded=grounded,
+        min_searches=min_searches,
+        first_search=first_search,
+        samples=samples,
+        search_k=search_k,
+        snippet=snippet,
+        title_boost=title_boost,
         budget_hint=budget_hint,
         action_graph=action_graph,
     )

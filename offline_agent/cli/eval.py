@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from offline_agent.agents import AGENTS
-from offline_agent.cli.options import action_graph_option, control_options, model_options
+from offline_agent.cli.options import action_graph_option, control_options, evidence_options, model_options
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -140,6 +140,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     help="off: generate unconstrained and let the parser count the format errors.",
 )
 @control_options()
+@evidence_options()
 @action_graph_option()
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
 @click.option(
@@ -168,6 +169,13 @@ def eval_command(
     context_size: int | None,
     gpu_layers: int,
     early_stopping: str,
+    grounded: bool,
+    min_searches: int,
+    first_search: bool,
+    samples: int,
+    search_k: int,
+    snippet: str,
+    title_boost: bool,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
@@ -214,6 +222,13 @@ def eval_command(
         context_size=context_size,
         gpu_layers=gpu_layers,
         early_stopping=early_stopping,
+        grounded=grounded,
+        min_searches=min_searches,
+        first_search=first_search,
+        samples=samples,
+        search_k=search_k,
+        snippet=snippet,
+        title_boost=title_boost,
         budget_hint=budget_hint,
         action_graph=action_graph,
     )

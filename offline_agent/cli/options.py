@@ -90,7 +90,8 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
 
 
 def control_options() -> Decorator:
-    """--early-stopping and --budget-hint: what the last step may do, and whether the model sees its budget."""
+    """--early-stopping, --grounded and --budget-hint: what the last step may do, what an answer may say, and
+    whether the model sees its budget."""
     from offline_agent.agents.react import EARLY_STOPPING
 
     return _stack(
@@ -102,6 +103,35 @@ def control_options() -> Decorator:
                 show_default=True,
                 help="generate: the last allowed step may only be Final; force: it is an ordinary step, and a run "
                 "with no Final by then stops without an answer (stop reason max_steps).",
+            ),
+            click.option(
+                "--grounded/--no-grounded",
+                default=False,
+                show_default=True,
+                help="The Final answer may only be a span of the question or of what the searches returned (or "
+                "yes/no): each step's grammar is rebuilt from what the run has read.",
+            ),
+            click.option(
+                "--first-search/--no-first-search",
+                default=False,
+                show_default=True,
+                help="Open every run with a search for the question itself (written by the agent, not the model).",
+            ),
+            click.option(
+                "--min-searches",
+                type=click.IntRange(0, 10),
+                default=0,
+                show_default=True,
+                help="Final is allowed only after this many successful searches, and until then only search may be "
+                "called (the last step may always answer).",
+            ),
+            click.option(
+                "--samples",
+                type=click.IntRange(1, 32),
+                default=1,
+                show_default=True,
+                help="Self-consistency: run the question this many times (the first run as configured, the others "
+                "sampled at temperature 0.7) and answer what most runs answered. Costs that many runs.",
             ),
             click.option(
                 "--budget-hint/--no-budget-hint",
@@ -154,6 +184,34 @@ def session_options() -> Decorator:
                 "--verbose",
                 is_flag=True,
                 help="Show llama.cpp's own log on stderr (e.g. how many layers went to the GPU).",
+            ),
+        ]
+    )
+
+
+def evidence_options() -> Decorator:
+    """--search-k, --snippets and --title-boost: what a search shows the model."""
+    from offline_agent.tools.corpus import SNIPPETS
+
+    return _stack(
+        [
+            click.option(
+                "--search-k", type=click.IntRange(1, 20), default=3, show_default=True, help="Passages per search."
+            ),
+            click.option(
+                "--snippets",
+                "snippet",
+                type=click.Choice(SNIPPETS),
+                default="head",
+                show_default=True,
+                help="What a search shows of each passage: its head (first 600 characters), or its first sentence "
+                "and the two that best match the query.",
+            ),
+            click.option(
+                "--title-boost/--no-title-boost",
+                default=False,
+                show_default=True,
+                help="Put the document whose title the query names first, whatever its BM25 rank.",
             ),
         ]
     )

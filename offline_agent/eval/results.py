@@ -51,6 +51,13 @@ COMPARED_FIELDS = (
 ADDED_FIELDS: dict[str, Any] = {
     "agent_config.early_stopping": "generate",
     "agent_config.budget_hint": False,
+    "agent_config.grounded": False,
+    "agent_config.search_k": 3,
+    "agent_config.snippet": "head",
+    "agent_config.title_boost": False,
+    "agent_config.min_searches": 0,
+    "agent_config.samples": 1,
+    "agent_config.first_search": False,
 }
 
 

@@ -58,6 +58,13 @@ class EvalOptions:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     early_stopping: str = "generate"
     budget_hint: bool = False
+    grounded: bool = False
+    search_k: int = 3
+    snippet: str = "head"
+    title_boost: bool = False
+    min_searches: int = 0
+    samples: int = 1
+    first_search: bool = False
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
 
     def __post_init__(self) -> None:
@@ -76,6 +83,13 @@ class EvalOptions:
             grammar=self.grammar,
             early_stopping=self.early_stopping,
             budget_hint=self.budget_hint,
+            grounded=self.grounded,
+            search_k=self.search_k,
+            snippet=self.snippet,
+            title_boost=self.title_boost,
+            min_searches=self.min_searches,
+            samples=self.samples,
+            first_search=self.first_search,
             action_graph=self.action_graph,
         )
 
@@ -232,7 +246,8 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
         say(f"model: {described.get('name')} ({described.get('path')})")
         from offline_agent.runner import agent_tools
 
-        tools = build_tools(corpus.index_for(selected[0]), agent_tools(agent_cls, options.tools))
+        search = options.agent_config().search_settings()
+        tools = build_tools(corpus.index_for(selected[0]), agent_tools(agent_cls, options.tools), search)
         probe = agent_cls(backend, tools, options.agent_config())
         config = _config(options, dataset, corpus, probe, described, pool)
         resumed = folder.claim(config)

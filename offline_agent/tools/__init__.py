@@ -6,7 +6,7 @@ from __future__ import annotations
 from offline_agent.grammar import ToolSpec
 from offline_agent.tools.base import Tool, ToolRegistry, ToolResult
 from offline_agent.tools.calculator import CalculatorTool
-from offline_agent.tools.corpus import CorpusSession, LookupTool, RetrieveTool, SearchTool
+from offline_agent.tools.corpus import CorpusSession, LookupTool, RetrieveTool, SearchSettings, SearchTool
 
 DEFAULT_TOOLS: tuple[str, ...] = ("search", "lookup", "calculator")
 
@@ -17,9 +17,15 @@ def default_tool_specs() -> tuple[ToolSpec, ...]:
     return ToolRegistry([SearchTool(session), LookupTool(session), CalculatorTool()]).specs()
 
 
-def build_tools(index: object | None, names: tuple[str, ...] = DEFAULT_TOOLS) -> ToolRegistry:
-    """A fresh registry of built-in tools by name, over `index` (a new session: no state from earlier runs)."""
-    session = CorpusSession(index=index)
+def build_tools(
+    index: object | None,
+    names: tuple[str, ...] = DEFAULT_TOOLS,
+    search: SearchSettings | None = None,
+    question: str = "",
+) -> ToolRegistry:
+    """A fresh registry of built-in tools by name, over `index` (a new session: no state from earlier runs);
+    `search` says what a search shows (default: SearchSettings()), `question` is the run's question."""
+    session = CorpusSession(index=index, settings=search or SearchSettings(), question=question)
     available = {
         "search": SearchTool(session),
         "lookup": LookupTool(session),
@@ -44,6 +50,7 @@ __all__ = [
     "CorpusSession",
     "LookupTool",
     "RetrieveTool",
+    "SearchSettings",
     "SearchTool",
     "Tool",
     "ToolRegistry",

@@ -15,6 +15,7 @@ the passage returned is the document's first one (the lowest passage id).
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -26,6 +27,34 @@ from offline_agent.errors import ToolError
 
 SEARCH_K = 3
 PASSAGE_CHARS = 600
+SNIPPETS = ("head", "sentences")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What a search shows the model.
+
+    `snippet` "head": each passage's first PASSAGE_CHARS characters; "sentences": each passage's first sentence
+    (in an encyclopedic text it says what the document is about) and the `sentences` - 1 others that share the
+    most terms with the query, in their order, so more passages fit in the same Observation and the sentence that
+    answers is less likely to be cut off. `title_boost`: a document whose title the query names (all of the
+    title's terms are in the query) comes first, whatever its BM25 rank.
+    """
+
+    k: int = SEARCH_K
+    snippet: str = "head"
+    sentences: int = 3
+    title_boost: bool = False
+
+    def __post_init__(self) -> None:
+        from offline_agent.errors import ConfigError
+
+        if self.snippet not in SNIPPETS:
+            raise ConfigError(f"unknown snippet kind {self.snippet!r}; choose from {list(SNIPPETS)}")
+        if not 1 <= self.k <= 20:
+            raise ConfigError("search k must be between 1 and 20")
+        if self.sentences < 1:
+            raise ConfigError("sentences per passage must be at least 1")
 
 
 @dataclass
@@ -33,7 +62,8 @@ class CorpusSession:
     """The index plus what the last search found (the document lookup reads, and lookup cursors)."""
 
     index: Any
-    k: int = SEARCH_K
+    settings: SearchSettings = field(default_factory=SearchSettings)
+    question: str = ""  # the question of the run: "sentences" snippets favour sentences that bear on it too
     document_title: str | None = None
     sentences: list[str] = field(default_factory=list)
     cursors: dict[str, int] = field(default_factory=dict)
@@ -92,19 +122,47 @@ class SearchTool(_ThreadDetails):
         query = query.strip()
         if not query:
             raise ToolError("empty search query")
-        result = self.session.index.search(query, k=self.session.k)
+        session = self.session
+        settings = session.settings
+        k = settings.k
+        result = session.index.search(query, k=k)
         passages = list(result.passages)
+        scores = [round(float(s), 4) for s in result.scores]
+        boosted = self._named_title(query) if settings.title_boost else None
+        if boosted is not None:
+            others = [(p, s) for p, s in zip(passages, scores, strict=True) if p.id != boosted.id]
+            passages = [boosted, *(p for p, _ in others)][:k]
+            scores = [None, *(s for _, s in others)][:k]
         self.last_details = {
-            "ids": [int(i) for i in result.ids],
+            "ids": [int(p.id) for p in passages],
             "titles": [p.title for p in passages],
-            "scores": [round(float(s), 4) for s in result.scores],
+            "scores": scores,
         }
+        if boosted is not None:
+            self.last_details["title_boost"] = boosted.title
         if not passages:
             return f"No passage matches {query!r}. Try other keywords."
-        self.session.focus(passages[0])
-        return "\n".join(
-            f"[{rank}] {p.title}: {_clip(p.text, PASSAGE_CHARS)}" for rank, p in enumerate(passages, start=1)
-        )
+        session.focus(passages[0])
+        if settings.snippet == "sentences":
+            analyzer = session.index.analyzer
+            wanted = (set(analyzer.tokens(query)), set(analyzer.tokens(session.question)))
+            texts = [_best_sentences(p.text, wanted, settings.sentences, analyzer) for p in passages]
+        else:
+            texts = [_clip(p.text, PASSAGE_CHARS) for p in passages]
+        lines = (f"[{rank}] {p.title}: {text}" for rank, (p, text) in enumerate(zip(passages, texts, strict=True), 1))
+        return "\n".join(lines)
+
+    def _named_title(self, query: str) -> Any:
+        """The first passage of the document whose title the query names, or None."""
+        match = self.session.titles().best(query)
+        if match is None:
+            return None
+        passage = self.session.index.passage(match[0])
+        analyzer = self.session.index.analyzer
+        title_terms = set(analyzer.tokens(_bare_title(passage.title)))
+        if match[2] == "exact" or (title_terms and title_terms <= set(analyzer.tokens(query))):
+            return passage
+        return None
 
 
 class LookupTool(_ThreadDetails):
@@ -281,6 +339,32 @@ def _document_titles(index: Any) -> tuple[list[str], np.ndarray]:
             firsts[passage.doc_id] = (int(passage.id), passage.title)
     pairs = sorted(firsts.values())
     return [title for _, title in pairs], np.asarray([pid for pid, _ in pairs], dtype=np.int64)
+
+
+def _bare_title(title: str) -> str:
+    """A title without its disambiguation: "Kiss and Tell (1945 film)" -> "Kiss and Tell"."""
+    return re.sub(r"\s*\([^)]*\)\s*$", "", title) or title
+
+
+def _best_sentences(text: str, wanted: tuple[set[str], set[str]], count: int, analyzer: Any) -> str:
+    """The first sentence of `text` and the count - 1 others that share the most terms with the query (first) and
+    the question (to break ties), in text order."""
+    from offline_agent.retrieval import split_sentences
+
+    sentences = [" ".join(text[start:end].split()) for start, end in split_sentences(text)]
+    if len(sentences) <= count:
+        return " ".join(sentences)
+    query, question = wanted
+    terms = [set(analyzer.tokens(sentence)) for sentence in sentences]
+    overlap = [(len(query & t), len(question & t)) for t in terms]
+    rest = sorted(range(1, len(sentences)), key=lambda i: (-overlap[i][0], -overlap[i][1], i))[: count - 1]
+    chosen = sorted([0, *rest])
+    out = []
+    for position, index in enumerate(chosen):
+        if position and index != chosen[position - 1] + 1:
+            out.append("...")
+        out.append(_clip(sentences[index], PASSAGE_CHARS // 2))
+    return " ".join(out)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -1,0 +1,91 @@
+"""Saved llama.cpp caches of the prompt prefix every question shares, so a fresh process skips evaluating it.
+
+Why: an agent's prompt starts with the same instructions and worked examples for every question (about 900 tokens
+for react). In one process llama.cpp keeps them in its cache from question to question, but `ask` starts a new
+process each time and evaluated them anew: about 18 s of a question's 26 on two cores. The key/value cache of
+those tokens is about 28 KB a token for the default model; written once and read back it costs a few tens of
+milliseconds.
+
+A saved cache is one file per (model file, llama.cpp version, context settings, prefix tokens), named by the hash
+of all of them, under `$OFFLINE_AGENT_HOME/cache/prefix`: a header (format, the hash of its tokens, the sha256 of
+the state) and the state as llama.cpp wrote it. It is written to a temporary file and renamed, so a reader sees a
+whole file or none; one whose header or checksum does not match, or that llama.cpp refuses, is deleted and the
+prefix is evaluated as if there were none. The folder keeps the newest KEEP files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+KEEP = 16
+MIN_TOKENS = 64  # a shorter prefix is cheaper to evaluate than to look up
+_MAGIC = b"OAKV1\n"
+
+
+def cache_folder() -> Path:
+    from offline_agent.models import home_dir
+
+    return home_dir() / "cache" / "prefix"
+
+
+def state_key(identity: Sequence[object], tokens: Sequence[int]) -> str:
+    """The file name of the saved cache of `tokens` for a model and context described by `identity`."""
+    digest = hashlib.sha256()
+    for part in identity:
+        digest.update(repr(part).encode("utf-8") + b"\0")
+    digest.update(b",".join(str(t).encode() for t in tokens))
+    return digest.hexdigest()[:32] + ".kv"
+
+
+def read_state(path: Path, tokens: Sequence[int]) -> bytes | None:
+    """The saved state for exactly `tokens`, or None (missing, damaged: a damaged file is removed)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    header = _MAGIC + _token_line(tokens)
+    body = data[len(header) + 65 :]
+    checksum = data[len(header) : len(header) + 64]
+    if not data.startswith(header) or hashlib.sha256(body).hexdigest().encode() != checksum:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # recently used files are the last to be pruned
+    return body
+
+
+def write_state(path: Path, tokens: Sequence[int], state: bytes) -> None:
+    """Save `state` atomically, then prune the folder to the newest KEEP files; a full disk only skips the save."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(_MAGIC + _token_line(tokens) + hashlib.sha256(state).hexdigest().encode() + b"\n" + state)
+            os.replace(temporary, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+    except OSError:
+        return  # the cache is an optimisation: without room for it the prefix is simply evaluated next time
+    _prune(path.parent)
+
+
+def _token_line(tokens: Sequence[int]) -> bytes:
+    return hashlib.sha256(b",".join(str(t).encode() for t in tokens)).hexdigest().encode() + b"\n"
+
+
+def _prune(folder: Path) -> None:
+    try:
+        files = sorted(folder.glob("*.kv"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for stale in files[KEEP:]:
+        with contextlib.suppress(OSError):
+            stale.unlink()

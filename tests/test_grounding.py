@@ -1,0 +1,126 @@
+"""Grounded answers: the span language, decided three ways (Python, the GBNF, llguidance's Lark) and held equal."""
+
+from __future__ import annotations
+
+import llguidance
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from offline_agent.errors import StepParseError
+from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, _ByteTokenizer, build_grammar
+from offline_agent.grounding import Grounding, tokens
+from offline_agent.parse import parser_for
+
+EVIDENCE = [
+    "Which river flows through the birth city of James Joyce?",
+    "[1] James Joyce: James Augustine Aloysius Joyce (2 February 1882 – 13 January 1941) was an Irish novelist, "
+    "born in Dublin, Ireland. He is best known for Ulysses.\n[2] River Liffey: The Liffey is a river in Ireland, "
+    "which flows through the centre of Dublin. Its tributaries include the River Dodder.",
+]
+SPEC = GrammarSpec(tools=(ToolSpec("search"),), grounded=True)
+
+
+class _LarkChecker:
+    """Whole strings against llguidance's Lark grammar (the decoder's form of a grounded step), byte by byte."""
+
+    def __init__(self, text: str) -> None:
+        self._tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokenizer()))
+        self._grammar = llguidance.grammar_from("lark", text)
+
+    def accepts(self, text: str) -> bool:
+        matcher = llguidance.LLMatcher(self._tokenizer, self._grammar, log_level=0)
+        assert not matcher.is_error(), matcher.get_error()
+        return all(matcher.consume_token(byte) for byte in text.encode("utf-8")) and matcher.is_accepting()
+
+
+@pytest.fixture(scope="module")
+def grounded():
+    grounding = Grounding(EVIDENCE)
+    grammar = build_grammar(SPEC, grounding)
+    return grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("River Liffey", True),
+        ("Liffey", True),
+        ("Dublin", True),
+        ("Dublin, Ireland", True),
+        ("2 February 1882", True),
+        ("Irish novelist, born in Dublin", True),
+        ("James Joyce", True),  # a span of the question counts
+        ("yes", True),
+        ("No", True),
+        ("Paris", False),  # never read
+        ("Dublin Ireland", False),  # not written that way
+        ("Ireland.", False),  # a span ends on a word
+        (", Ireland", False),  # and starts on one
+        ("Ulysses. The Liffey", False),  # and never crosses a sentence
+        ("river Liffey flows", False),
+        ("", False),
+    ],
+)
+def test_span_language_agrees_in_python_gbnf_and_lark(grounded, answer: str, expected: bool) -> None:
+    grounding, gbnf, lark = grounded
+    step = f"Thought: done.\nFinal: {answer}\n"
+    assert grounding.accepts(answer) is expected
+    assert gbnf.accepts(step) is expected
+    assert lark.accepts(step) is expected
+
+
+@settings(max_examples=150)
+@given(start=st.integers(0, 200), length=st.integers(1, 12), mutate=st.booleans())
+def test_every_span_of_the_evidence_is_accepted_and_edits_agree(
+    grounded, start: int, length: int, mutate: bool
+) -> None:
+    """Random spans of the evidence (and spans with a word swapped) are judged alike by all three deciders."""
+    grounding, gbnf, lark = grounded
+    symbols = [s for text in EVIDENCE for s in tokens(text)]
+    piece = symbols[start % len(symbols) :][:length]
+    answer = "".join((" " if s.spaced and i else "") + s.text for i, s in enumerate(piece))
+    if mutate and piece:
+        answer = answer.replace(piece[-1].text, "Zanzibar")
+    step = f"Thought: done.\nFinal: {answer}\n"
+    verdict = grounding.accepts(answer)
+    assert gbnf.accepts(step) is verdict
+    assert lark.accepts(step) is verdict
+
+
+def test_the_parser_rejects_an_ungrounded_final_with_its_label() -> None:
+    grounding = Grounding(EVIDENCE)
+    parser = parser_for(SPEC)
+    assert parser.parse("Thought: x\nFinal: River Liffey\n", grounding=grounding).final == "River Liffey"
+    with pytest.raises(StepParseError) as caught:
+        parser.parse("Thought: x\nFinal: the Seine\n", grounding=grounding)
+    assert caught.value.label == "ungrounded"
+
+
+def test_before_anything_is_read_only_yes_no_and_the_question_can_answer() -> None:
+    grounding = Grounding(["Is Paris in France?"])
+    checker = GbnfChecker(build_grammar(SPEC, grounding).gbnf)
+    assert checker.accepts("Thought: x\nFinal: yes\n")
+    assert checker.accepts("Thought: x\nFinal: Paris\n")
+    assert not checker.accepts("Thought: x\nFinal: Lyon\n")
+    # Without a grounding at all (nothing read), the grammar still builds: yes or no only.
+    bare = GbnfChecker(build_grammar(SPEC).gbnf)
+    assert bare.accepts("Thought: x\nFinal: no\n") and not bare.accepts("Thought: x\nFinal: Paris\n")
+
+
+def test_the_grammar_grows_with_what_is_read() -> None:
+    grounding = Grounding(["Who founded the Larkspur Gallery?"])
+    before = build_grammar(SPEC, grounding)
+    grounding.add("[1] Larkspur Gallery: The painter Edda Morlin founded it in 1921.")
+    after = build_grammar(SPEC, grounding)
+    assert before.sha256 != after.sha256 or before.llguidance != after.llguidance
+    assert not GbnfChecker(before.gbnf).accepts("Thought: x\nFinal: Edda Morlin\n")
+    assert GbnfChecker(after.gbnf).accepts("Thought: x\nFinal: Edda Morlin\n")
+
+
+def test_quotes_and_backslashes_in_the_evidence_are_escaped() -> None:
+    grounding = Grounding(['He said "hello\\world" twice.'])
+    grammar = build_grammar(SPEC, grounding)
+    assert GbnfChecker(grammar.gbnf).accepts('Thought: x\nFinal: He said "hello\\world" twice\n')
+    assert _LarkChecker(grammar.llguidance).accepts('Thought: x\nFinal: hello\\world" twice\n')
+    assert grounding.accepts('said "hello')
