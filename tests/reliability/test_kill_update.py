@@ -142,6 +142,16 @@ def test_the_update_changes_the_results(states: dict) -> None:
     assert states["old"] != states["new"]  # otherwise the kill test could not tell the states apart
 
 
+def test_the_new_state_scores_like_a_fresh_build(states: dict) -> None:
+    """The reference "new" state is right: an uninterrupted update scores like a build of the changed files."""
+    updated = BM25Index.load(states["index_dir"], verify=True)
+    fresh = build_from_paths([states["corpus"]]).index
+    for query in QUERIES:
+        hits = [updated.search(query, k=10_000), fresh.search(query, k=10_000)]
+        found = [{(p.doc_id, p.text, float(s)) for p, s in zip(h.passages, h.scores, strict=True)} for h in hits]
+        assert found[0] == found[1], query
+
+
 def test_kill_9_during_update_leaves_the_old_or_the_new_index(states: dict, kills: int, ledger) -> None:
     rng = random.Random(20240601)
     seen = {"old": 0, "new": 0}
