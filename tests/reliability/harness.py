@@ -39,10 +39,10 @@ def one_line_error(result: subprocess.CompletedProcess[str], code: int = 1) -> s
     return lines[0] if len(lines) == 1 else None
 
 
-def namespace_probe(*flags: str) -> str | None:
-    """None when `unshare FLAGS true` works here, else the reason it does not (for a skip)."""
+def namespace_probe(*flags: str, command: tuple[str, ...] = ("true",)) -> str | None:
+    """None when `unshare FLAGS COMMAND` works here, else the reason it does not (for a skip)."""
     try:
-        probe = subprocess.run(["unshare", *flags, "true"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(["unshare", *flags, *command], capture_output=True, text=True, timeout=30)
     except FileNotFoundError:
         return "unshare (util-linux) is not installed"
     if probe.returncode != 0:

@@ -89,11 +89,11 @@ def _corpus(folder: Path, files: int, sentences: int) -> Path:
 
 
 def test_full_disk_while_saving_an_index(tmp_path: Path, ledger) -> None:
-    reason = namespace_probe("-rm")
-    if reason:
-        pytest.skip(f"no tmpfs for the full-disk cases: {reason}")
     disk = tmp_path / "disk"
     disk.mkdir()
+    reason = namespace_probe("-rm", command=("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)))
+    if reason:
+        pytest.skip(f"no tmpfs for the full-disk cases: {reason}")
     small = _corpus(tmp_path / "small", 10, 10)
     big = _corpus(tmp_path / "big", 400, 60)  # its index is larger than the disk
     extra = _corpus(tmp_path / "extra", 30, 20)
