@@ -19,7 +19,7 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it, in a subprocess (optionally behind `prefix`, e.g. unshare -n)."""
     env = cli_env(home)
-    env.setdefault("OFFLINE_AGENT_THREADS", "2")
+    env.setdefault("OFFLINE_AGENT_THREADS", "1")  # one thread: no spinning wait for a busy second core
     return subprocess.run(
         [*prefix, sys.executable, "-m", "offline_agent.cli", *args],
         capture_output=True,
