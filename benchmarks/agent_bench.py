@@ -21,7 +21,7 @@ from offline_agent.eval import exact_match
 from offline_agent.eval.corpora import open_eval_corpus
 from offline_agent.eval.datasets import load_dataset
 from offline_agent.resources import sample_questions
-from offline_agent.runner import Session, load_llama_backend, open_index
+from offline_agent.runner import Session, load_backend, open_index
 
 HOTPOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa" / "hotpot_dev200_distractor.json"
 ENGINES = {"old": ("llama.cpp", False), "new": ("llguidance", True), "check": ("llama.cpp-check", False)}
@@ -87,7 +87,7 @@ def main() -> int:
     rows = []
     for path in args.path.split(","):
         engine, jump = ENGINES[path]
-        backend = load_llama_backend(args.model, grammar_engine=engine, jump_forward=jump)
+        backend = load_backend("llamacpp", args.model, grammar_engine=engine, jump_forward=jump)
         for name, (records, index, corpus) in datasets.items():
             print(f"{path}: {name}", file=sys.stderr, flush=True)
             rows.append({"dataset": name, "path": path, **run(name, records, index, corpus, backend, args.limit)})

@@ -66,45 +66,49 @@ def _llama():
 
 def raw_speed(path: Path, config: Config, *, pp: int, tg: int, depth: int, repeat: int, n_ctx: int) -> dict:
     """pp, tg and tg@depth tokens/s with llama.cpp's low-level API (llama-bench's method)."""
-    l = _llama()
-    l.llama_backend_init()
-    mparams = l.llama_model_default_params()
-    mparams.load_mode = {"mmap": l.LLAMA_LOAD_MODE_MMAP, "mlock": l.LLAMA_LOAD_MODE_MMAP_MLOCK,
-                         "read": l.LLAMA_LOAD_MODE_NONE}[config.load]
-    model = l.llama_model_load_from_file(str(path).encode(), mparams)
+    lc = _llama()
+    lc.llama_backend_init()
+    mparams = lc.llama_model_default_params()
+    mparams.load_mode = {
+        "mmap": lc.LLAMA_LOAD_MODE_MMAP,
+        "mlock": lc.LLAMA_LOAD_MODE_MMAP_MLOCK,
+        "read": lc.LLAMA_LOAD_MODE_NONE,
+    }[config.load]
+    model = lc.llama_model_load_from_file(str(path).encode(), mparams)
     if not model:
         raise SystemExit(f"cannot load {path}")
-    cparams = l.llama_context_default_params()
+    cparams = lc.llama_context_default_params()
     cparams.n_ctx = n_ctx
     cparams.n_batch = config.n_batch
     cparams.n_ubatch = config.n_ubatch
     cparams.n_threads = config.threads
     cparams.n_threads_batch = config.threads
-    cparams.flash_attn_type = l.LLAMA_FLASH_ATTN_TYPE_ENABLED if config.flash_attn else l.LLAMA_FLASH_ATTN_TYPE_DISABLED
-    kv = {"f16": l.GGML_TYPE_F16, "q8_0": l.GGML_TYPE_Q8_0}[config.kv_type]
+    flash = lc.LLAMA_FLASH_ATTN_TYPE_ENABLED if config.flash_attn else lc.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cparams.flash_attn_type = flash
+    kv = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0}[config.kv_type]
     cparams.type_k = kv
     cparams.type_v = kv
     cparams.no_perf = True
-    ctx = l.llama_init_from_model(model, cparams)
+    ctx = lc.llama_init_from_model(model, cparams)
     if not ctx:
         raise SystemExit(f"cannot create a context for {config}")
-    n_vocab = l.llama_vocab_n_tokens(l.llama_model_get_vocab(model))
-    memory = l.llama_get_memory(ctx)
+    n_vocab = lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(model))
+    memory = lc.llama_get_memory(ctx)
 
     def decode(tokens: list[int]) -> None:
         for start in range(0, len(tokens), config.n_batch):
             chunk = tokens[start : start + config.n_batch]
-            array = (l.llama_token * len(chunk))(*chunk)
-            if l.llama_decode(ctx, l.llama_batch_get_one(array, len(chunk))) != 0:
+            array = (lc.llama_token * len(chunk))(*chunk)
+            if lc.llama_decode(ctx, lc.llama_batch_get_one(array, len(chunk))) != 0:
                 raise SystemExit("llama_decode failed")
-        l.llama_synchronize(ctx)
+        lc.llama_synchronize(ctx)
 
     import random
 
     rng = random.Random(0)
     tokens = [rng.randrange(n_vocab) for _ in range(max(pp, depth))]
     decode(tokens[:16])  # warm-up: page the weights in
-    l.llama_memory_clear(memory, True)
+    lc.llama_memory_clear(memory, True)
 
     def timed(run) -> float:
         started = time.perf_counter()
@@ -113,16 +117,16 @@ def raw_speed(path: Path, config: Config, *, pp: int, tg: int, depth: int, repea
 
     pp_rates, tg_rates, deep_rates = [], [], []
     for _ in range(repeat):
-        l.llama_memory_clear(memory, True)
+        lc.llama_memory_clear(memory, True)
         pp_rates.append(pp / timed(lambda: decode(tokens[:pp])))
-        l.llama_memory_clear(memory, True)
+        lc.llama_memory_clear(memory, True)
         tg_rates.append(tg / timed(lambda: [decode([rng.randrange(n_vocab)]) for _ in range(tg)]))
         if depth:
-            l.llama_memory_clear(memory, True)
+            lc.llama_memory_clear(memory, True)
             decode(tokens[:depth])
             deep_rates.append(tg / timed(lambda: [decode([rng.randrange(n_vocab)]) for _ in range(tg)]))
-    l.llama_free(ctx)
-    l.llama_model_free(model)
+    lc.llama_free(ctx)
+    lc.llama_model_free(model)
     return {"pp": pp_rates, "tg": tg_rates, "tg_deep": deep_rates}
 
 
@@ -185,9 +189,12 @@ def main() -> None:
     from offline_agent.models import resolve_model
 
     path = resolve_model(args.model).path
-    l = _llama()
-    print(f"# {path.name}; llama-cpp-python {l.__version__}; {l.llama_print_system_info().decode().strip()}")
-    header = "| build | config | pp{pp} t/s | tg{tg} t/s | tg{tg}@{d} t/s | product prompt t/s | product free t/s | product grammar t/s |"
+    lc = _llama()
+    print(f"# {path.name}; llama-cpp-python {lc.__version__}; {lc.llama_print_system_info().decode().strip()}")
+    header = (
+        "| build | config | pp{pp} t/s | tg{tg} t/s | tg{tg}@{d} t/s | product prompt t/s | product free t/s "
+        "| product grammar t/s |"
+    )
     print(header.format(pp=args.pp, tg=args.tg, d=args.depth))
     print("|---|---|---|---|---|---|---|---|")
     for name in args.configs.split(","):
@@ -198,7 +205,8 @@ def main() -> None:
         product = {} if args.no_product else product_speed(path, config, repeat=args.repeat)
         print(
             f"| {args.label} | {name} | {_fmt(raw['pp'])} | {_fmt(raw['tg'])} | {_fmt(raw['tg_deep'])} | "
-            f"{_fmt(product.get('prompt', []))} | {_fmt(product.get('free', []))} | {_fmt(product.get('grammar', []))} |",
+            f"{_fmt(product.get('prompt', []))} | {_fmt(product.get('free', []))} | "
+            f"{_fmt(product.get('grammar', []))} |",
             flush=True,
         )
 

@@ -1,80 +1,31 @@
-"""Assembles a run from names and paths: the model from the registry, the corpus, the tools, the agent.
+"""Assembles a run from names and paths: the backend (through the backend registry), the corpus, the tools, the
+agent.
 
-The CLI (and later the evaluation runner) call this instead of wiring backends and indexes themselves, so
-every entry point loads models the same way and records the same reproducibility fields.
+The CLI and the evaluation runner call this instead of wiring backends and indexes themselves, so every entry
+point loads models the same way and records the same reproducibility fields. Backends are built by
+`offline_agent.backends.build_backend` (re-exported here); `load_backend` is the short form for Python users.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.consistency import run_samples
+from offline_agent.agents.scope import check_scope, refusal
+from offline_agent.backends.registry import BackendOptions, build_backend, env_int
 from offline_agent.errors import ConfigError
-from offline_agent.prompts import CHATML_TEMPLATE
 from offline_agent.steps import Trajectory, Turn
 from offline_agent.tools import DEFAULT_TOOLS, build_tools
 
 
-def env_int(name: str, default: int) -> int:
-    """An integer setting from the environment, with a clear error when it is not one."""
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, not {value!r}") from None
-
-
-def load_llama_backend(
-    model: str | None,
-    *,
-    gpu_layers: int = 0,
-    context_size: int | None = None,
-    seed: int = 0,
-    grammar_engine: str = "llguidance",
-    jump_forward: bool = True,
-    threads: int | None = None,
-    verbose: bool = False,
-) -> Any:
-    """Resolve `model` (registry name, .gguf path, or None for the default) and load it in llama.cpp.
-
-    Threads: `threads`, else OFFLINE_AGENT_THREADS, else every core (llama-cpp-python's default is half).
-    """
-    from offline_agent.backends.llamacpp import LlamaCppBackend
-    from offline_agent.models import resolve_model
-
-    resolved = resolve_model(model)
-    spec = resolved.spec
-    chat_format = spec.chat_format if spec else "template"
-    if chat_format == "template":
-        template: str | None = "template"
-    elif chat_format == "none":
-        template = None
-    elif chat_format == "chatml":
-        template = CHATML_TEMPLATE
-    else:
-        raise ConfigError(
-            f"model {resolved.name!r}: unsupported chat_format {chat_format!r}; use template, none or chatml"
-        )
-    return LlamaCppBackend(
-        resolved.path,
-        context_size=context_size or (spec.n_ctx if spec else 4096),
-        gpu_layers=gpu_layers,
-        seed=seed,
-        model_name=resolved.name,
-        sha256=resolved.sha256,
-        chat_template=template,
-        grammar_engine=grammar_engine,
-        jump_forward=jump_forward,
-        threads=threads or env_int("OFFLINE_AGENT_THREADS", 0) or None,
-        verbose=verbose,
-    )
+def load_backend(backend: str | None = None, model: str | None = None, **options: Any) -> Any:
+    """Build a backend by registry name (default llamacpp) for `model` (a registry name or path; None: the default
+    model), e.g. `load_backend("transformers", "smollm2-135m-instruct", device="cpu")`."""
+    return build_backend(backend, BackendOptions(model=model), **options)
 
 
 def open_index(corpus: str | Path | None) -> tuple[Any, str]:
@@ -84,6 +35,57 @@ def open_index(corpus: str | Path | None) -> tuple[Any, str]:
 
     target = corpus if corpus not in (None, "") else sample_corpus()
     return open_corpus(target), str(target)
+
+
+SCOPE_FILE = "scope.txt"
+
+
+def corpus_scope(corpus: str | Path | None) -> str | None:
+    """The scope stored with a corpus: the sample corpus's own, or an index's scope.txt (`index --scope`)."""
+    from offline_agent.agents.scope import read_scope
+    from offline_agent.resources import data_path
+    from offline_agent.retrieval import index_path
+    from offline_agent.retrieval.storage import is_index_dir
+
+    if corpus in (None, ""):
+        path = data_path(f"corpora/sample/{SCOPE_FILE}")
+    else:
+        folder = Path(str(corpus)).expanduser()
+        if not is_index_dir(folder):
+            try:
+                folder = index_path(str(corpus))
+            except Exception:  # not an index name: a folder or file of documents has no stored scope
+                return None
+        path = folder / SCOPE_FILE
+    return read_scope(str(path)) if path.is_file() else None
+
+
+def save_scope(index_folder: Path, scope: str) -> None:
+    """Keep `scope` with the index in `index_folder` (written atomically); a failed write (a full disk) is one
+    RetrievalError and leaves the previous scope.txt, if any, and no temporary file."""
+    import contextlib
+    import os
+    import tempfile
+
+    from offline_agent.errors import RetrievalError
+    from offline_agent.outputs import describe_write_error
+
+    target = index_folder / SCOPE_FILE
+    temporary = None
+    try:
+        handle, temporary = tempfile.mkstemp(dir=index_folder, prefix=".scope-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(scope + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    except OSError as exc:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise RetrievalError(
+            f"the index was saved, but its scope could not be written to {target}: {describe_write_error(target, exc)}"
+        ) from None
 
 
 def agent_tools(agent: str | type[ReActAgent], tools: Sequence[str] = DEFAULT_TOOLS) -> tuple[str, ...]:
@@ -123,7 +125,47 @@ class Session:
             agent = strategy(self.backend, tools, run_config, callbacks)
             return agent.run(question, history) if history else agent.run(question)
 
+        verdict = None
+        if config.scope:
+            verdict = check_scope(question, config.scope, self.index, self.backend, seed=config.seed)
+            if not verdict.in_scope:
+                return self._refused(strategy, config, question, verdict)
         many = config.samples > 1
         trajectory = run_samples(run, config, config.samples, question, history) if many else run(config)
+        if verdict is not None:
+            trajectory.scope = _scope_entry(verdict)
         trajectory.corpus = self.corpus
         return trajectory
+
+    def _refused(self, strategy: type[ReActAgent], config: AgentConfig, question: str, verdict: Any) -> Trajectory:
+        """The trajectory of a question refused as out of scope: the check is its only step, the refusal its answer."""
+        tools = build_tools(self.index, agent_tools(strategy, self.tools), config.search_settings(), question)
+        agent = strategy(self.backend, tools, config)
+        trajectory = agent.new_trajectory(question, agent.prompt_parts(question), [])
+        verdict.record.final = refusal(config.scope or "")
+        trajectory.steps = [verdict.record]
+        trajectory.answer = verdict.record.final
+        trajectory.stop_reason = "out_of_scope"
+        trajectory.seconds = verdict.record.seconds
+        trajectory.scope = _scope_entry(verdict)
+        trajectory.corpus = self.corpus
+        return trajectory
+
+
+def _scope_entry(verdict: Any) -> dict[str, Any]:
+    """What a trajectory keeps of its scope check."""
+    entry = dict((verdict.record.details or {}).get("scope", {}))
+    entry.update(in_scope=verdict.in_scope, usage=asdict(verdict.record.usage), seconds=verdict.record.seconds)
+    return entry
+
+
+__all__ = [
+    "Session",
+    "agent_tools",
+    "build_backend",
+    "corpus_scope",
+    "env_int",
+    "load_backend",
+    "open_index",
+    "save_scope",
+]

@@ -11,8 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-StopReason = Literal["final", "max_steps", "timeout", "error"]
-STOP_REASONS: tuple[str, ...] = ("final", "max_steps", "timeout", "error")
+StopReason = Literal["final", "max_steps", "timeout", "error", "out_of_scope"]
+STOP_REASONS: tuple[str, ...] = ("final", "max_steps", "timeout", "error", "out_of_scope")
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,8 @@ class Trajectory:
     # and the votes per normalised answer; empty for a single run.
     samples: list[dict[str, Any]] = field(default_factory=list)
     votes: dict[str, int] = field(default_factory=dict)
+    # The scope check before the first step (agents/scope.py): how it was decided, and its cost; None without one.
+    scope: dict[str, Any] | None = None
 
     @property
     def intermediate_steps(self) -> list[tuple[Action, str]]:

@@ -46,8 +46,30 @@ if ! "$venv/bin/python" -c "import llama_cpp" >/dev/null 2>&1; then
   "${pip[@]}" install "llama-cpp-python==0.3.36"
 fi
 
+# The test extra includes the transformers backend. torch goes in first, pinned, so that pip keeps the CPU build
+# (plain `torch` would pull several GB of CUDA wheels); the extra then finds it installed.
+if [ -n "$extras" ] && ! "$venv/bin/python" -c "import torch" >/dev/null 2>&1; then
+  echo "installing torch==2.13.0 (the CPU build) for the transformers backend's tests" >&2
+  "${pip[@]}" install --quiet "torch==2.13.0"
+fi
+
 echo "installing offline-agent$extras" >&2
 "${pip[@]}" install --quiet -e ".$extras"
+
+# The HTML report's browser test drives Debian's Chromium (no browser is downloaded by pip): install it where
+# this runs as root with apt, else say why the test will skip.
+if [ -n "$extras" ] && { ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; }; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium and chromium-driver (for the HTML report's browser test)" >&2
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; }; then
+      echo "could not install chromium with apt-get: the browser test will skip" >&2
+    fi
+  else
+    echo "chromium not installed and no root apt-get here: the HTML report's browser test will skip" \
+      "(install Debian's chromium and chromium-driver to run it)" >&2
+  fi
+fi
 
 if [ -n "$model" ]; then
   "$venv/bin/offline-agent" models install "$model"

@@ -21,7 +21,11 @@ def in_ci() -> bool:
 def need_shared_data(*parts: str) -> Path:
     """SHARED_DATA/parts, or the test stops: skipped with the reason on a clone without ../shared/data (a
     newcomer's suite stays green), failed under CI (so CI cannot skip the tests that use real data)."""
-    path = SHARED_DATA.joinpath(*parts)
+    return needs_shared_data(SHARED_DATA.joinpath(*parts))
+
+
+def needs_shared_data(path: Path) -> Path:
+    """`path` under ../shared/data; skips the test with the reason when it is missing, fails under CI."""
     if not path.exists():
         message = f"missing {path}: this test needs ../shared/data beside the repository (or OFFLINE_AGENT_SHARED_DATA)"
         if in_ci():

@@ -31,7 +31,7 @@ def cli():
 def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedBackend:
     """Make the CLI's model loading return a scripted backend, whose outputs the test queues."""
     backend = ScriptedBackend()
-    monkeypatch.setattr("offline_agent.runner.load_llama_backend", lambda *args, **kwargs: backend)
+    monkeypatch.setattr("offline_agent.backends.registry.build_backend", lambda *args, **kwargs: backend)
     return backend
 
 

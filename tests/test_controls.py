@@ -271,12 +271,13 @@ def test_an_old_run_config_compares_as_the_behaviour_it_had() -> None:
     from dataclasses import asdict
 
     def config(**agent_config) -> dict:
-        return {"agent_config": agent_config, "seed": 0}
+        return {"agent_config": agent_config, "seed": 0, "backend": "llamacpp"}
 
     now = asdict(AgentConfig())
     old = {key: value for key, value in now.items() if key not in ("early_stopping", "budget_hint")}
-    # runs written before had no budget hint (now the default) and a Final-only last step
-    assert config_differences(config(**old), config(**now)) == []
+    # runs written before had no budget hint (now the default), a Final-only last step, and no backend field
+    # (they all ran in llama.cpp)
+    assert config_differences({k: v for k, v in config(**old).items() if k != "backend"}, config(**now)) == []
     assert config_differences(config(**old), config(**{**now, "budget_hint": True})) == [
         "agent_config.budget_hint: False there, True now"
     ]

@@ -37,7 +37,7 @@ def questions(tmp_path: Path) -> Path:
 def scripted(monkeypatch: pytest.MonkeyPatch):
     """Make the CLI's model loading return a scripted backend; returns the function that queues its outputs."""
     backend = ScriptedBackend()
-    monkeypatch.setattr("offline_agent.runner.load_llama_backend", lambda *args, **kwargs: backend)
+    monkeypatch.setattr("offline_agent.backends.registry.build_backend", lambda *args, **kwargs: backend)
     return backend
 
 

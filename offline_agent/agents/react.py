@@ -84,6 +84,8 @@ class AgentConfig:
     # The run opens with a search for the question itself, written by the agent, not the model: with BM25 the whole
     # question finds the supporting passages better than the keywords a small model picks.
     first_search: bool = False
+    # What the corpus is about (agents/scope.py): a question outside it is refused before any search.
+    scope: str | None = None
 
     def __post_init__(self) -> None:
         self.search_settings()  # bad search settings fail here

@@ -1,25 +1,34 @@
-"""Backends that run a model: a protocol, and one module per backend, imported only when chosen."""
+"""Backends that run a model: the protocol, the registry that builds them by name, and one module per backend.
+
+A backend module (llamacpp, transformers, http) is imported only when it is built, so torch, transformers and
+llama-cpp-python load only for the backend a run uses. `ScriptedBackend` replays queued text for tests; it is not
+in the registry (it has no model to load).
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from offline_agent.backends.base import Backend, BackendCapabilities, TokenCallback
+from offline_agent.backends.registry import (
+    BACKEND_ALIASES,
+    BACKENDS,
+    DEFAULT_BACKEND,
+    BackendEntry,
+    BackendOptions,
+    backend_entry,
+    build_backend,
+)
 from offline_agent.backends.scripted import ScriptedBackend
-from offline_agent.errors import ConfigError
 
-BACKENDS: tuple[str, ...] = ("llama.cpp", "scripted")
-
-
-def load_backend(name: str, **options: Any) -> Backend:
-    """Build a backend by name; `options` go to its constructor (llama.cpp: model_path, context_size, ...)."""
-    if name == "llama.cpp":
-        from offline_agent.backends.llamacpp import LlamaCppBackend
-
-        return LlamaCppBackend(**options)
-    if name == "scripted":
-        return ScriptedBackend(**options)
-    raise ConfigError(f"unknown backend {name!r}; choose from {sorted(BACKENDS)}")
-
-
-__all__ = ["BACKENDS", "Backend", "BackendCapabilities", "ScriptedBackend", "TokenCallback", "load_backend"]
+__all__ = [
+    "BACKENDS",
+    "BACKEND_ALIASES",
+    "Backend",
+    "BackendCapabilities",
+    "BackendEntry",
+    "BackendOptions",
+    "DEFAULT_BACKEND",
+    "ScriptedBackend",
+    "TokenCallback",
+    "backend_entry",
+    "build_backend",
+]

@@ -6,6 +6,9 @@ turn, why it ended, and what it cost (prompt, cached and generated tokens; promp
 special tokens a template may write (as text; None when the model has none), and `count_tokens` measures text in
 the model's tokens, so the loop can cut Observations and watch the context window. `capabilities` says what a
 backend can do beyond writing text; a metric that needs a capability the backend lacks is reported as n/a, not 0.
+
+A class fits the protocol by having these members; it need not subclass anything (tests/test_backend_contract.py
+runs a plain class through the agent). Backends are built by name through `registry.build_backend`.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ class BackendCapabilities:
     reuses_prefix_cache: bool = False
     # It fills Completion.rejections: where the grammar refused the model's first choice.
     reports_rejections: bool = False
+    # count_tokens uses the model's own tokenizer (False: an estimate, e.g. a server without a tokenize endpoint).
+    exact_token_counts: bool = True
+    # complete() may be called from several threads at once (a server that batches); in-process models may not.
+    concurrent_requests: bool = False
 
 
 @runtime_checkable

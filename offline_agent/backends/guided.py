@@ -1,4 +1,4 @@
-"""Grammar-constrained decoding at the speed of free text, for the llama.cpp backend.
+"""Grammar-constrained decoding at the speed of free text, for the llama.cpp and transformers backends.
 
 llama-cpp-python's `grammar=` puts llama.cpp's grammar sampler in front of sampling, so every token checks the
 whole vocabulary against the grammar (measured: generation 2x to 4.6x slower). Here the grammar engine is
@@ -87,27 +87,49 @@ class TokenSampler:
 
 
 class GrammarCache:
-    """llguidance tokenizer for one llama.cpp vocabulary, and compiled grammars by their GBNF text."""
+    """An llguidance tokenizer for one vocabulary, and compiled grammars by their text.
 
-    def __init__(self, llm: Any) -> None:
-        try:
-            import llguidance
-            import llguidance.llamacpp
-            import llguidance.numpy
-        except ImportError as exc:  # pragma: no cover - a core dependency
-            raise GrammarError("the llguidance grammar engine is not installed: pip install llguidance") from exc
+    Built from a llama.cpp model (`from_llama`) or a Hugging Face fast tokenizer (`from_hf_tokenizer`); `n_vocab`
+    is the width of the model's logits row, which may exceed the tokenizer's vocabulary (padding rows).
+    """
+
+    def __init__(self, tokenizer: Any, n_vocab: int, tokenizer_s: float = 0.0) -> None:
+        llguidance = _import_llguidance()
         self._llg = llguidance
-        self.n_vocab = llm.n_vocab()
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            # llguidance reads every token's attributes through a llama_cpp call that warns once per token.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab, n_vocab=self.n_vocab)
-        self.tokenizer_s = time.perf_counter() - started
+        self.tokenizer = tokenizer
+        self.n_vocab = n_vocab
+        self.tokenizer_s = tokenizer_s
         self._matchers: dict[str, Any] = {}
         self.compile_s: dict[str, float] = {}
         self.last_compile_s = 0.0
         self._bitmask = llguidance.numpy.allocate_token_bitmask(1, self.n_vocab)
+
+    @classmethod
+    def from_llama(cls, llm: Any) -> GrammarCache:
+        """The cache for a llama-cpp-python `Llama`'s vocabulary."""
+        _import_llguidance()
+        import llguidance.llamacpp
+
+        n_vocab = llm.n_vocab()
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            # llguidance reads every token's attributes through a llama_cpp call that warns once per token.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab, n_vocab=n_vocab)
+        return cls(tokenizer, n_vocab, time.perf_counter() - started)
+
+    @classmethod
+    def from_hf_tokenizer(cls, hf_tokenizer: Any, n_vocab: int) -> GrammarCache:
+        """The cache for a Hugging Face fast tokenizer (transformers), logits rows `n_vocab` wide."""
+        _import_llguidance()
+        import llguidance.hf
+
+        started = time.perf_counter()
+        try:
+            tokenizer = llguidance.hf.from_tokenizer(hf_tokenizer, n_vocab=n_vocab)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise GrammarError(f"llguidance cannot use this model's tokenizer: {exc}") from exc
+        return cls(tokenizer, n_vocab, time.perf_counter() - started)
 
     def matcher(self, grammar: str | DecoderGrammar) -> Any:
         """A fresh matcher at the start of `grammar` (GBNF, or its llguidance Lark form when it has one; compiled
@@ -141,6 +163,15 @@ class GrammarCache:
         out = logits.astype(np.float32, copy=True)
         out[bits == 0] = -np.inf
         return out
+
+
+def _import_llguidance() -> Any:
+    try:
+        import llguidance
+        import llguidance.numpy
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise GrammarError("the llguidance grammar engine is not installed: pip install llguidance") from exc
+    return llguidance
 
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])

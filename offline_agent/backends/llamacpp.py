@@ -26,8 +26,10 @@ from offline_agent.backends.guided import (
     TokenSampler,
     next_token,
 )
+from offline_agent.backends.registry import BackendOptions, chat_format_template, env_int
+from offline_agent.backends.stream import CompletionStream, common_prefix
 from offline_agent.errors import ConfigError, ContextOverflowError, ModelError
-from offline_agent.steps import Completion, Timings, Usage
+from offline_agent.steps import Completion
 
 # "llguidance": check sampled tokens, mask only on rejection, jump forward (fast; the default).
 # "llama.cpp": llama-cpp-python's grammar= sampler, which checks the whole vocabulary at every token (reference).
@@ -60,7 +62,7 @@ def _import_llama_cpp() -> Any:
 class LlamaCppBackend:
     """A GGUF model in llama.cpp, one completion at a time."""
 
-    name = "llama.cpp"
+    name = "llamacpp"
 
     def __init__(
         self,
@@ -139,7 +141,7 @@ class LlamaCppBackend:
         llm = self.llm
         if len(tokens) < prefix_cache.MIN_TOKENS or len(tokens) >= self.context_size:
             return
-        if _common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens) >= len(tokens):
+        if common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens) >= len(tokens):
             return
         path = prefix_cache.cache_folder() / prefix_cache.state_key(self._identity, tokens)
         state = prefix_cache.read_state(path, tokens)
@@ -172,6 +174,31 @@ class LlamaCppBackend:
         stat = self.path.stat()
         model = self.sha256 or f"{self.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
         return (model, self._llama_cpp.__version__, self.context_size, self.gpu_layers, *self._cache_settings)
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> LlamaCppBackend:
+        """Resolve `options.model` (registry name, .gguf path, or None for the default) and load it.
+
+        Threads: `options.threads`, else OFFLINE_AGENT_THREADS, else every core (llama-cpp-python's default is
+        half); the context size: `options.context_size`, else the registry's n_ctx, else 4096.
+        """
+        from offline_agent.models import resolve_model
+
+        resolved = resolve_model(options.model)
+        spec = resolved.spec
+        return cls(
+            resolved.path,
+            context_size=options.context_size or (spec.n_ctx if spec else 4096),
+            gpu_layers=options.gpu_layers or 0,
+            seed=options.seed or 0,
+            model_name=resolved.name,
+            sha256=resolved.sha256,
+            chat_template=chat_format_template(spec.chat_format if spec else None, resolved.name),
+            grammar_engine=options.grammar_engine or "llguidance",
+            jump_forward=options.jump_forward if options.jump_forward is not None else True,
+            threads=options.threads or env_int("OFFLINE_AGENT_THREADS", 0) or None,
+            verbose=bool(options.verbose),
+        )
 
     def _token_text(self, token: int) -> str | None:
         if token < 0:
@@ -227,7 +254,7 @@ class LlamaCppBackend:
                 f"the prompt ({len(tokens)} tokens) plus {max_tokens} new tokens exceed the context window "
                 f"of {self.context_size} tokens"
             )
-        stream = _Stream(self.llm, max_tokens, stop, on_token, deadline)
+        stream = CompletionStream(self._decode, max_tokens, stop, on_token, deadline)
         sampling = SamplingSettings(temperature=temperature, top_k=_TOP_K, top_p=_TOP_P, min_p=_MIN_P)
         try:
             if grammar is not None and self.grammar_engine == "llama.cpp":
@@ -238,10 +265,13 @@ class LlamaCppBackend:
             raise ModelError(f"llama.cpp failed while generating: {exc}") from exc
         return stream.completion(len(tokens), cached)
 
+    def _decode(self, tokens: list[int], final: bool) -> str:
+        return self.llm.detokenize(tokens).decode("utf-8", errors="replace" if final else "ignore")
+
     def _reuse_prefix(self, tokens: list[int]) -> int:
         """How many leading prompt tokens are already in llama.cpp's cache (at least one is always re-evaluated,
         so the logits are fresh)."""
-        cached = _common_prefix(self.llm.input_ids.tolist(), tokens)
+        cached = common_prefix(self.llm.input_ids.tolist(), tokens)
         return min(cached, len(tokens) - 1)
 
     def _run_guided(
@@ -250,7 +280,7 @@ class LlamaCppBackend:
         grammar: str | DecoderGrammar | None,
         sampling: SamplingSettings,
         seed: int | None,
-        stream: _Stream,
+        stream: CompletionStream,
     ) -> int:
         """The fast path: llguidance checks sampled tokens, masks only on rejection, and jumps forward."""
         llm = self.llm
@@ -258,7 +288,7 @@ class LlamaCppBackend:
         if grammar is not None:
             if self._guide is None:
                 check = self.grammar_engine == "llama.cpp-check"
-                self._guide = LlamaGrammarCache(llm, self._llama_cpp) if check else GrammarCache(llm)
+                self._guide = LlamaGrammarCache(llm, self._llama_cpp) if check else GrammarCache.from_llama(llm)
             matcher = self._guide.matcher(grammar)
             stream.compile_s = getattr(self._guide, "last_compile_s", 0.0)
         sampler = TokenSampler(sampling, seed)
@@ -303,7 +333,7 @@ class LlamaCppBackend:
             llm.eval(new)
 
     def _run_llama_grammar(
-        self, tokens: list[int], grammar: str, sampling: SamplingSettings, seed: int | None, stream: _Stream
+        self, tokens: list[int], grammar: str, sampling: SamplingSettings, seed: int | None, stream: CompletionStream
     ) -> int:
         """The reference path: llama.cpp's own grammar sampler (it checks the whole vocabulary at every token)."""
         llm = self.llm
@@ -331,11 +361,11 @@ class LlamaCppBackend:
                 break
         return cached
 
-    def _eval_prompt(self, tokens: list[int], start: int, stream: _Stream) -> bool:
+    def _eval_prompt(self, tokens: list[int], start: int, stream: CompletionStream) -> bool:
         """Evaluate tokens[start:] in chunks of PROMPT_CHUNK, looking at the deadline before each; False (finish
         reason "interrupted") when it passed first. What was evaluated stays in the cache for the next call."""
         for lo in range(start, len(tokens), PROMPT_CHUNK):
-            if stream.past_deadline():
+            if stream.expired():
                 stream.finish("interrupted")
                 return False
             self.llm.eval(tokens[lo : lo + PROMPT_CHUNK])
@@ -357,98 +387,3 @@ class LlamaCppBackend:
             "grammar_engine": self.grammar_engine,
             "jump_forward": self.jump_forward,
         }
-
-
-class _Stream:
-    """The text of one completion as tokens arrive: stop strings, max_tokens, the deadline, and the clock."""
-
-    def __init__(
-        self, llm: Any, max_tokens: int, stop: Sequence[str], on_token: TokenCallback | None, deadline: float | None
-    ) -> None:
-        self.llm = llm
-        self.max_tokens = max_tokens
-        self.stop = [marker for marker in stop if marker]
-        self.on_token = on_token
-        self.deadline = deadline
-        self.tokens: list[int] = []
-        self.text = ""
-        self.reason = "length"
-        self.cut = False
-        self.started = time.perf_counter()
-        self.prompt_at: float | None = None
-        self.grammar_s = 0.0
-        self.compile_s = 0.0
-        self.masked = 0
-        self.forced = 0
-        self.rejections: list[tuple[int, str]] = []
-
-    def prompt_done(self) -> None:
-        if self.prompt_at is None:
-            self.prompt_at = time.perf_counter()
-
-    def grammar_time(self, since: float, *, masked: bool = False, forced: int = 0) -> None:
-        self.grammar_s += time.perf_counter() - since
-        self.masked += masked
-        self.forced += forced
-
-    def reject(self, favourite: int, matcher: Any) -> None:
-        """Note the model's first choice when the grammar refused it: where in the text, and what it was."""
-        if matcher.validate_tokens([favourite]) == 0:
-            piece = self.llm.detokenize([favourite]).decode("utf-8", errors="replace")
-            self.rejections.append((len(self.text), piece))
-
-    def finish(self, reason: str) -> None:
-        self.reason = reason
-
-    def past_deadline(self) -> bool:
-        return self.deadline is not None and time.monotonic() > self.deadline
-
-    def add(self, tokens: list[int]) -> bool:
-        """Take new tokens; False when the completion is over (stop string, max_tokens, deadline)."""
-        self.tokens += tokens
-        text = self.llm.detokenize(self.tokens).decode("utf-8", errors="ignore")
-        stop_at = min((text.find(m) for m in self.stop if m in text), default=None)
-        if stop_at is not None:
-            text, self.cut = text[:stop_at], True
-        if self.on_token is not None and len(text) > len(self.text):
-            self.on_token(text[len(self.text) :])
-        self.text = text
-        if stop_at is not None:
-            self.reason = "stop"
-            return False
-        if len(self.tokens) >= self.max_tokens:
-            self.reason = "length"
-            return False
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            self.reason = "interrupted"
-            return False
-        return True
-
-    def completion(self, prompt_tokens: int, cached: int) -> Completion:
-        ended = time.perf_counter()
-        first = self.prompt_at or ended
-        text = self.text if self.cut else self.llm.detokenize(self.tokens).decode("utf-8", errors="replace")
-        return Completion(
-            text=text,
-            finish_reason=self.reason,
-            usage=Usage(prompt_tokens=prompt_tokens, cached_tokens=max(cached, 0), generated_tokens=len(self.tokens)),
-            timings=Timings(
-                prompt_s=first - self.started,
-                generate_s=ended - first,
-                grammar_s=self.grammar_s,
-                compile_s=self.compile_s,
-            ),
-            tokens=list(self.tokens),
-            masked_tokens=self.masked,
-            forced_tokens=self.forced,
-            rejections=list(self.rejections),
-        )
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

@@ -39,9 +39,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from offline_agent.cli import ask, chat, eval, grammar, index, models
+    from offline_agent.cli import ask, chat, eval, grammar, index, mcp, models
 
-    for module in (ask, chat, eval, grammar, index, models):
+    for module in (ask, chat, eval, grammar, index, mcp, models):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -11,16 +11,23 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from offline_agent.agents import AgentCallbacks, AgentConfig
+from offline_agent.agents import AgentCallbacks
+from offline_agent.agents.scope import read_scope
 from offline_agent.cli.options import (
+    BackendChoice,
     action_graph_option,
+    agent_config,
+    backend_choice,
+    backend_options,
     control_options,
     evidence_options,
     model_options,
+    scope_option,
     session_options,
 )
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import check_writable_file, describe_write_error
+from offline_agent.runner import corpus_scope
 from offline_agent.steps import Action, StepRecord, Trajectory
 
 if TYPE_CHECKING:
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 EXIT_NO_ANSWER = 3
 # The run finished and its answer (if any) was printed, but the trace file could not be written.
 EXIT_TRACE_FAILED = 4
+EXIT_OUT_OF_SCOPE = 5  # the question is outside the corpus's scope: the refusal is printed as the answer
 
 
 class LiveView:
@@ -90,21 +98,24 @@ class LiveView:
         )
 
 
-def open_session(corpus: str | None, model: str | None, *, agent: str, quiet: bool, **backend: Any) -> Session:
-    """Open the corpus and load the model once, saying what was loaded on stderr unless `quiet`.
-
-    `backend` holds load_llama_backend's settings (seed, gpu_layers, context_size, threads, grammar_engine, ...).
-    """
-    from offline_agent.runner import Session, load_llama_backend, open_index
+def open_session(corpus: str | None, backend: BackendChoice, *, agent: str, quiet: bool) -> Session:
+    """Open the corpus and build the backend once, saying what was loaded on stderr unless `quiet`."""
+    from offline_agent.runner import Session, open_index
 
     index, corpus_name = open_index(corpus)
     if not quiet:
         click.echo(f"corpus: {corpus_name} ({len(index)} passages)", err=True)
-    loaded = load_llama_backend(model, **backend)
+    loaded = backend.build()
     if not quiet:
-        described = loaded.describe()
-        click.echo(f"model: {described['name']} ({described['path']})", err=True)
+        click.echo(f"model: {model_line(loaded)}", err=True)
     return Session(backend=loaded, index=index, corpus=corpus_name, agent=agent)
+
+
+def model_line(backend: Any) -> str:
+    """The loaded model in a few words: its name, where it is, and the backend."""
+    described = backend.describe()
+    where = described.get("path") or described.get("url") or "?"
+    return f"{described.get('name')} ({where}; backend {backend.name})"
 
 
 def append_trace(path: Path, trajectory: Trajectory) -> None:
@@ -145,8 +156,10 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
 )
 @click.argument("question")
 @session_options()
+@backend_options()
 @control_options()
 @evidence_options()
+@scope_option()
 @action_graph_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
@@ -155,7 +168,9 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
     help="Append the trajectory as one JSON line to this file.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the steps on stderr.")
+@click.pass_context
 def ask(
+    ctx: click.Context,
     question: str,
     corpus: str | None,
     model: str | None,
@@ -165,12 +180,8 @@ def ask(
     temperature: float,
     seed: int,
     max_tokens: int,
-    gpu_layers: int,
-    threads: int | None,
     context_size: int | None,
     no_grammar: bool,
-    grammar_engine: str,
-    no_jump_forward: bool,
     early_stopping: str,
     grounded: bool,
     min_searches: int,
@@ -179,64 +190,39 @@ def ask(
     search_k: int,
     snippet: str,
     title_boost: bool,
+    scope: str | None,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
     trace: Path | None,
     quiet: bool,
-    verbose: bool,
+    **backend_params: Any,
 ) -> None:
     """Answer QUESTION with a grammar-constrained agent that searches a local corpus.
 
     Each step (Thought, then Action or Final) is printed on stderr as it is written, with the tool's
     Observation; the answer goes to stdout. Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
     stopped without an answer (max steps, timeout, or a step the parser rejected), 4 the answer was printed but
-    the --trace file could not be written.
+    the --trace file could not be written, 5 the question is outside the corpus's scope (--scope; the refusal is
+    printed as the answer).
     """
     if not question.strip():
         raise ConfigError("the question is empty")
     if trace is not None:
         check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
-    config = AgentConfig(
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-        temperature=temperature,
-        seed=seed,
-        max_tokens=max_tokens,
-        grammar=not no_grammar,
-        early_stopping=early_stopping,
-        grounded=grounded,
-        min_searches=min_searches,
-        first_search=first_search,
-        samples=samples,
-        search_k=search_k,
-        snippet=snippet,
-        title_boost=title_boost,
-        budget_hint=budget_hint,
-        action_graph=action_graph,
-    )
+    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
+    scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
+    config = agent_config(ctx.params, scope=scope_text)
     from offline_agent.agents import agent_class
     from offline_agent.agents.knowagent import check_action_graph
 
     check_action_graph(agent_class(agent), action_graph)  # before the model loads
-    session = open_session(
-        corpus,
-        model,
-        agent=agent,
-        seed=seed,
-        gpu_layers=gpu_layers,
-        context_size=context_size,
-        threads=threads,
-        grammar_engine=grammar_engine,
-        jump_forward=not no_jump_forward,
-        verbose=verbose,
-        quiet=quiet,
-    )
+    session = open_session(corpus, backend, agent=agent, quiet=quiet)
     callbacks = None if quiet else LiveView().callbacks()
     trajectory = session.ask(question, config, callbacks)
     status = 0
-    try:
-        report_trajectory(trajectory, as_json=as_json, quiet=quiet)  # the answer first: nothing may hide it
+    try:  # the answer first: nothing may hide it
+        report_trajectory(trajectory, as_json=as_json, quiet=quiet, capabilities=session.backend.capabilities)
     except SystemExit as stop:
         status = stop.code
     finally:
@@ -247,25 +233,29 @@ def ask(
         raise SystemExit(status)
 
 
-def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool) -> None:
+def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, capabilities: Any = None) -> None:
     """Print the answer (or the JSON trajectory) on stdout and exit 3 when there is no answer."""
     if as_json:
         click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
     elif trajectory.answer is not None:
         click.echo(trajectory.answer)
     if not quiet:
-        click.echo("\n" + stop_line(trajectory), err=True)
+        click.echo("\n" + stop_line(trajectory, capabilities), err=True)
+    if trajectory.stop_reason == "out_of_scope":
+        raise SystemExit(EXIT_OUT_OF_SCOPE)
     if trajectory.stop_reason != "final":
         click.echo(no_answer_line(trajectory), err=True)
         raise SystemExit(EXIT_NO_ANSWER)
 
 
-def stop_line(trajectory: Trajectory) -> str:
-    """Why and after how much work the run stopped, in one line."""
+def stop_line(trajectory: Trajectory, capabilities: Any = None) -> str:
+    """Why and after how much work the run stopped, in one line (cached tokens n/a for a backend that does not
+    report them)."""
     usage = trajectory.usage
+    cached = usage.cached_tokens if capabilities is None or capabilities.reuses_prefix_cache else "n/a"
     return (
         f"stop: {trajectory.stop_reason} after {len(trajectory.steps)} steps, {trajectory.seconds:.1f} s; "
-        f"tokens: {usage.prompt_tokens} prompt ({usage.cached_tokens} cached), {usage.generated_tokens} generated"
+        f"tokens: {usage.prompt_tokens} prompt ({cached} cached), {usage.generated_tokens} generated"
     )
 
 
@@ -284,6 +274,7 @@ __all__ = [
     "OfflineAgentError",
     "append_trace",
     "ask",
+    "model_line",
     "open_session",
     "report_trajectory",
     "write_trace_or_report",

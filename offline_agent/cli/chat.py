@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from offline_agent.agents import AgentConfig
+from offline_agent.agents.scope import read_scope
 from offline_agent.cli.ask import (
     EXIT_TRACE_FAILED,
     LiveView,
@@ -28,12 +29,17 @@ from offline_agent.cli.ask import (
 )
 from offline_agent.cli.options import (
     action_graph_option,
+    agent_config,
+    backend_choice,
+    backend_options,
     control_options,
     evidence_options,
     model_options,
+    scope_option,
     session_options,
 )
 from offline_agent.outputs import check_writable_file
+from offline_agent.runner import corpus_scope
 from offline_agent.steps import Trajectory, Turn
 
 CHAT_COMMANDS = {
@@ -127,7 +133,10 @@ class ChatLoop:
         else:
             click.echo(trajectory.answer if trajectory.answer is not None else "")
         if not self.quiet:
-            click.echo("\n" + stop_line(trajectory), err=True)
+            click.echo(
+                "\n" + stop_line(trajectory, getattr(getattr(self.session, "backend", None), "capabilities", None)),
+                err=True,
+            )
         if trajectory.stop_reason != "final":
             click.echo(no_answer_line(trajectory), err=True)
         # After the answer, so a trace that cannot be written never hides it; the chat goes on.
@@ -142,8 +151,10 @@ class ChatLoop:
     max_seconds_help="Stop a question after this many seconds (stop reason timeout).",
 )
 @session_options()
+@backend_options()
 @control_options()
 @evidence_options()
+@scope_option()
 @action_graph_option()
 @click.option(
     "--json", "as_json", is_flag=True, help="Print each turn's whole trajectory as one JSON line instead of its answer."
@@ -154,7 +165,9 @@ class ChatLoop:
     help="Append each turn's trajectory as one JSON line to this file.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the steps on stderr.")
+@click.pass_context
 def chat(
+    ctx: click.Context,
     corpus: str | None,
     model: str | None,
     agent: str,
@@ -163,12 +176,8 @@ def chat(
     temperature: float,
     seed: int,
     max_tokens: int,
-    gpu_layers: int,
-    threads: int | None,
     context_size: int | None,
     no_grammar: bool,
-    grammar_engine: str,
-    no_jump_forward: bool,
     early_stopping: str,
     grounded: bool,
     min_searches: int,
@@ -177,12 +186,13 @@ def chat(
     search_k: int,
     snippet: str,
     title_boost: bool,
+    scope: str | None,
     budget_hint: bool,
     action_graph: str | None,
     as_json: bool,
     trace: Path | None,
     quiet: bool,
-    verbose: bool,
+    **backend_params: Any,
 ) -> None:
     """Answer questions read from stdin, one per line, with the model and corpus loaded once.
 
@@ -209,40 +219,13 @@ def chat(
     from offline_agent.agents import agent_class
     from offline_agent.agents.knowagent import check_action_graph
 
+    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
     check_action_graph(agent_class(agent), action_graph)  # before the model loads
     if trace is not None:
         check_writable_file(trace, "trace file")
-    config = AgentConfig(
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-        temperature=temperature,
-        seed=seed,
-        max_tokens=max_tokens,
-        grammar=not no_grammar,
-        early_stopping=early_stopping,
-        grounded=grounded,
-        min_searches=min_searches,
-        first_search=first_search,
-        samples=samples,
-        search_k=search_k,
-        snippet=snippet,
-        title_boost=title_boost,
-        budget_hint=budget_hint,
-        action_graph=action_graph,
-    )
-    session = open_session(
-        corpus,
-        model,
-        agent=agent,
-        seed=seed,
-        gpu_layers=gpu_layers,
-        context_size=context_size,
-        threads=threads,
-        grammar_engine=grammar_engine,
-        jump_forward=not no_jump_forward,
-        verbose=verbose,
-        quiet=quiet,
-    )
+    scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
+    config = agent_config(ctx.params, scope=scope_text)
+    session = open_session(corpus, backend, agent=agent, quiet=quiet)
     stdin = sys.stdin
     interactive = hasattr(stdin, "isatty") and stdin.isatty()
     if interactive and not quiet:

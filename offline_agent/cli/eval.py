@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from offline_agent.agents import AGENTS
-from offline_agent.cli.options import action_graph_option, control_options, evidence_options, model_options
+from offline_agent.agents.scope import read_scope
+from offline_agent.cli.options import (
+    action_graph_option,
+    backend_choice,
+    backend_options,
+    control_options,
+    evidence_options,
+    model_options,
+    scope_option,
+)
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -92,9 +102,15 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     seconds = summary["seconds_per_question"]
     tokens = summary["tokens"]
     stops = ", ".join(f"{reason} {count}" for reason, count in summary["stop_reasons"].items() if count)
+    facts = (
+        f"  SP EM {_pct(summary['sp_em'])} F1 {_pct(summary['sp_f1'])}  joint EM {_pct(summary['joint_em'])} "
+        f"F1 {_pct(summary['joint_f1'])}"
+        if summary.get("sp_questions")
+        else ""
+    )
     return [
         f"questions {summary['questions']}  EM {_pct(summary['em'])}  F1 {_pct(summary['f1'])}  "
-        f"support recall {_pct(summary['support_recall'])}",
+        f"support recall {_pct(summary['support_recall'])}{facts}",
         f"format: rejected steps {_pct(fmt['rejected_step_rate'])}%  format-error runs "
         f"{_pct(fmt['format_error_run_rate'])}%  invalid actions {fmt['invalid_actions']} of {fmt['actions']}",
         f"cost: steps/question {_num(summary['steps_per_question']['mean'])}  seconds/question median "
@@ -139,10 +155,20 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     show_default=True,
     help="off: generate unconstrained and let the parser count the format errors.",
 )
+@backend_options()
 @control_options()
 @evidence_options()
+@scope_option()
 @action_graph_option()
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Questions in flight at once (--backend http only: a server batches them); results.jsonl keeps the "
+    "dataset's order and the answers are those of --concurrency 1.",
+)
 @click.option(
     "--out",
     "-o",
@@ -152,7 +178,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.pass_context
 def eval_command(
+    ctx: click.Context,
     dataset: Path,
     model: str | None,
     agent: str,
@@ -167,7 +195,6 @@ def eval_command(
     max_tokens: int,
     temperature: float,
     context_size: int | None,
-    gpu_layers: int,
     early_stopping: str,
     grounded: bool,
     min_searches: int,
@@ -176,10 +203,13 @@ def eval_command(
     search_k: int,
     snippet: str,
     title_boost: bool,
+    scope: str | None,
     budget_hint: bool,
     action_graph: str | None,
+    concurrency: int,
     as_json: bool,
     quiet: bool,
+    **backend_params: Any,
 ) -> None:
     """Evaluate an agent on DATASET with a local model; results go to a run folder that resumes.
 
@@ -201,6 +231,8 @@ def eval_command(
     """
     from offline_agent.eval.runner import EvalCallbacks, EvalOptions, prepare_evaluation
 
+    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
+
     def status(message: str) -> None:
         if not quiet:
             click.echo(message, err=True)
@@ -220,7 +252,6 @@ def eval_command(
         max_tokens=max_tokens,
         temperature=temperature,
         context_size=context_size,
-        gpu_layers=gpu_layers,
         early_stopping=early_stopping,
         grounded=grounded,
         min_searches=min_searches,
@@ -229,8 +260,12 @@ def eval_command(
         search_k=search_k,
         snippet=snippet,
         title_boost=title_boost,
+        scope=read_scope(scope),
         budget_hint=budget_hint,
         action_graph=action_graph,
+        backend=backend.name,
+        backend_options=replace(backend.options, model=None, context_size=None, seed=None),
+        concurrency=concurrency,
     )
     run = prepare_evaluation(options, status=status)
     pending = len(run.pending)
@@ -255,17 +290,30 @@ def eval_command(
     "--out",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("report"),
-    show_default=True,
-    help="Folder for report.md, report.json and the PNG plots.",
+    default=None,
+    help="Folder for report.md, report.json and the PNG plots [default: report, unless only --html is asked for].",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write one self-contained HTML file (no network needed): the table, the plots and every question "
+    "of every run with its trajectory, filters, and two runs side by side.",
 )
 @click.option("--no-plots", is_flag=True, help="Write the tables only (no matplotlib needed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs' summaries as JSON instead of the table.")
-def report(runs: tuple[Path, ...], out: Path, no_plots: bool, as_json: bool) -> None:
-    """Compare run folders: write OUT/report.md with a table and plots, and print the table.
+def report(runs: tuple[Path, ...], out: Path | None, html_path: Path | None, no_plots: bool, as_json: bool) -> None:
+    """Compare run folders: write OUT/report.md with a table and plots, and/or one HTML file; print the table.
 
     Each run's figures are recomputed from its results.jsonl. The plots (EM and F1 by question type and level,
     steps and seconds per question, format errors) need matplotlib: pip install 'offline-agent[report]'.
+
+    \b
+    Examples:
+      offline-agent report runs/A runs/B --out report/
+      offline-agent report runs/A runs/B --html report.html    # open it in any browser, offline
     """
     from offline_agent.eval.report import comparison_table, load_run, markdown_table, unique_names, write_report
 
@@ -274,12 +322,22 @@ def report(runs: tuple[Path, ...], out: Path, no_plots: bool, as_json: bool) -> 
 
         require_matplotlib()
     loaded = unique_names([load_run(path) for path in runs])
-    path, images = write_report(loaded, out, plots=not no_plots)
+    if out is None and html_path is None:
+        out = Path("report")
+    if out is not None:
+        path, images = write_report(loaded, out, plots=not no_plots)
+    if html_path is not None:
+        from offline_agent.eval.html_report import write_html
+
+        write_html(loaded, html_path, plots=not no_plots)
     if as_json:
         click.echo(json.dumps({run.name: run.summary for run in loaded}, indent=2, sort_keys=True))
     else:
         click.echo(markdown_table(*comparison_table(loaded)))
-    click.echo(f"report: {path}" + (f" ({len(images)} plots)" if images else ""), err=True)
+    if out is not None:
+        click.echo(f"report: {path}" + (f" ({len(images)} plots)" if images else ""), err=True)
+    if html_path is not None:
+        click.echo(f"html report: {html_path} ({html_path.stat().st_size / 1e6:.1f} MB)", err=True)
 
 
 COMMANDS = [eval_command, report]

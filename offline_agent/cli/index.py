@@ -130,6 +130,13 @@ def index(ctx: click.Context) -> None:
               help="BM25 variant (okapi = rank-bm25's BM25Okapi).")  # fmt: skip
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes for tokenizing a large corpus (default: every core, at most 8).")  # fmt: skip
+@click.option(
+    "--scope",
+    metavar="TEXT_OR_FILE",
+    default=None,
+    help="What the documents are about, in a sentence or two (or a file holding it): `ask` then refuses questions "
+    "outside it. Kept with the index (scope.txt); --update keeps it unless given again.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def build(
     paths: tuple[Path, ...],
@@ -145,9 +152,13 @@ def build(
     stopwords: str,
     variant: str,
     workers: int | None,
+    scope: str | None,
     as_json: bool,
 ) -> None:
     """Index files and folders under a name (the default command of `index`)."""
+    from offline_agent.agents.scope import read_scope
+
+    scope_text = read_scope(scope)  # a bad scope file fails before the build
     from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, index_path
     from offline_agent.retrieval.catalog import build_from_paths, update_from_paths
     from offline_agent.retrieval.encode import auto_workers
@@ -188,6 +199,10 @@ def build(
                 on_file=cb.on_file, on_files=cb.on_files, on_passages=cb.on_passages,
             )  # fmt: skip
     report.index.save(target)
+    if scope_text is not None:
+        from offline_agent.runner import save_scope
+
+        save_scope(target, scope_text)
     _print_build_summary(name, target, report, update, as_json)
 
 

@@ -1,12 +1,30 @@
-"""Options that `ask`, `chat` and `eval` share, defined once so their names, ranges, defaults and help agree."""
+"""Options that `ask`, `chat` and `eval` share, defined once so their names, ranges, defaults and help agree.
+
+The backend's options (`backend_options`) default to None, so that `backend_choice` can tell an option the user
+gave from one left alone: a backend refuses an option given on the command line that it does not take, and drops
+one that only came from an environment variable (OFFLINE_AGENT_GPU_LAYERS stays harmless with --backend http).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
+
+from offline_agent.backends.registry import (
+    BACKEND_ALIASES,
+    BACKENDS,
+    DEFAULT_BACKEND,
+    BackendOptions,
+    check_options,
+)
+
+if TYPE_CHECKING:
+    from offline_agent.agents import AgentConfig
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -25,6 +43,19 @@ def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float | N
     return value
 
 
+def agent_config(params: Mapping[str, Any], **overrides: Any) -> AgentConfig:
+    """The AgentConfig of a command's options: every option named after a field of AgentConfig, `--no-grammar`
+    as grammar, then `overrides` (values the command resolved itself, such as the scope)."""
+    from offline_agent.agents import AgentConfig
+
+    names = {field.name for field in fields(AgentConfig)}
+    values = {name: value for name, value in params.items() if name in names}
+    if "no_grammar" in params:
+        values["grammar"] = not params["no_grammar"]
+    values.update(overrides)
+    return AgentConfig(**values)
+
+
 def _stack(options: list[Decorator]) -> Decorator:
     """One decorator applying `options` so that --help lists them in this order."""
 
@@ -37,7 +68,7 @@ def _stack(options: list[Decorator]) -> Decorator:
 
 
 def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
-    """--model, the step and time limits, sampling, and the llama.cpp settings."""
+    """--model, the step and time limits, sampling and the context size (each backend's own: backend_options)."""
     options = [
         click.option(
             "--model",
@@ -45,7 +76,8 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
             metavar="NAME_OR_PATH",
             envvar="OFFLINE_AGENT_MODEL",
             callback=_model_name,
-            help="Registry name or .gguf path [env OFFLINE_AGENT_MODEL; default: the registry default].",
+            help="Registry name, .gguf path, or (transformers) a model folder; with --backend http, the name of the "
+            "server's model [env OFFLINE_AGENT_MODEL; default: the registry default, or the server's one model].",
         ),
         click.option("--max-steps", type=click.IntRange(1, 50), default=8, show_default=True, help=max_steps_help),
         click.option(
@@ -71,14 +103,6 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
             help="Sampling temperature; 0 is greedy.",
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (recorded with the run)."),
-        click.option(
-            "--gpu-layers",
-            type=int,
-            envvar="OFFLINE_AGENT_GPU_LAYERS",
-            default=0,
-            show_default=True,
-            help="Layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS].",
-        ),
         click.option(
             "--context-size",
             type=click.IntRange(512, 131072),
@@ -144,46 +168,25 @@ def control_options() -> Decorator:
     )
 
 
-def session_options() -> Decorator:
-    """The corpus, the strategy, and the llama.cpp settings of a session that answers questions (ask, chat)."""
+def session_options(*, corpus: bool = True) -> Decorator:
+    """The corpus (unless `corpus` is False: `mcp` takes --index), the strategy and the grammar switch of a session
+    that answers questions (ask, chat, mcp)."""
     from offline_agent.agents import AGENTS
 
+    corpus_option = click.option(
+        "--corpus",
+        "-c",
+        metavar="DIR_OR_INDEX",
+        help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
+    )
     return _stack(
         [
-            click.option(
-                "--corpus",
-                "-c",
-                metavar="DIR_OR_INDEX",
-                help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
-            ),
+            *([corpus_option] if corpus else []),
             click.option(
                 "--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy."
             ),
             click.option(
-                "--threads",
-                type=click.IntRange(1, 512),
-                envvar="OFFLINE_AGENT_THREADS",
-                default=None,
-                help="CPU threads for llama.cpp [env OFFLINE_AGENT_THREADS; default: every core]. Use fewer when "
-                "other programs keep cores busy: llama.cpp's threads wait on each other.",
-            ),
-            click.option(
                 "--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step)."
-            ),
-            click.option(
-                "--grammar-engine",
-                type=click.Choice(["llguidance", "llama.cpp-check", "llama.cpp"]),
-                default="llguidance",
-                show_default=True,
-                help="llguidance checks the sampled token and jumps forward over forced ones (fastest); "
-                "llama.cpp-check checks the sampled token with llama.cpp's grammar code (no jump-forward); llama.cpp "
-                "is llama-cpp-python's grammar= sampler (checks the whole vocabulary at every token).",
-            ),
-            click.option("--no-jump-forward", is_flag=True, help="Sample every token, even those the grammar forces."),
-            click.option(
-                "--verbose",
-                is_flag=True,
-                help="Show llama.cpp's own log on stderr (e.g. how many layers went to the GPU).",
             ),
         ]
     )
@@ -217,6 +220,18 @@ def evidence_options() -> Decorator:
     )
 
 
+def scope_option() -> Decorator:
+    """--scope: what the corpus is about; questions outside it are refused before any search."""
+    return click.option(
+        "--scope",
+        metavar="TEXT_OR_FILE",
+        default=None,
+        help="What the documents are about (text, or a file holding it): a question outside it gets a short refusal "
+        "(stop reason out_of_scope) before any search. Default: the scope stored with the index (`index --scope`) or "
+        "the sample corpus's; --scope '' turns the check off.",
+    )
+
+
 def action_graph_option() -> Decorator:
     """--action-graph: knowagent's action graph file."""
     return click.option(
@@ -227,3 +242,153 @@ def action_graph_option() -> Decorator:
         help="knowagent only: a TOML file of the actions and which may follow which [default: the shipped graph, "
         "Start -> Search | Retrieve, then Search, Retrieve, Lookup, Finish].",
     )
+
+
+def _backend_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    name = value or DEFAULT_BACKEND
+    if name not in BACKENDS and name not in BACKEND_ALIASES:
+        raise click.BadParameter(f"unknown backend {name!r}; choose from {', '.join(sorted(BACKENDS))}")
+    return BACKEND_ALIASES.get(name, name)
+
+
+def backend_options() -> Decorator:
+    """--backend and every backend's own settings; each help says which backend takes it."""
+    from offline_agent.backends.http import SERVER_KINDS
+
+    return _stack(
+        [
+            click.option(
+                "--backend",
+                metavar="|".join(BACKENDS),
+                envvar="OFFLINE_AGENT_BACKEND",
+                default=DEFAULT_BACKEND,
+                show_default=True,
+                callback=_backend_name,
+                help="What runs the model: llamacpp (a GGUF in llama.cpp), transformers (a model folder or GGUF in "
+                "PyTorch) or http (a model server at --server-url) [env OFFLINE_AGENT_BACKEND].",
+            ),
+            click.option(
+                "--gpu-layers",
+                type=int,
+                envvar="OFFLINE_AGENT_GPU_LAYERS",
+                default=None,
+                help="llamacpp: layers to offload to the GPU (-1: all) [env OFFLINE_AGENT_GPU_LAYERS; default 0].",
+            ),
+            click.option(
+                "--threads",
+                type=click.IntRange(1, 512),
+                envvar="OFFLINE_AGENT_THREADS",
+                default=None,
+                help="llamacpp, transformers: CPU threads [env OFFLINE_AGENT_THREADS; default: every core]. Use "
+                "fewer when other programs keep cores busy: llama.cpp's threads wait on each other.",
+            ),
+            click.option(
+                "--grammar-engine",
+                type=click.Choice(["llguidance", "llama.cpp-check", "llama.cpp"]),
+                default=None,
+                help="llamacpp: llguidance (the default) checks the sampled token and jumps forward over forced ones "
+                "(fastest); llama.cpp-check checks the sampled token with llama.cpp's grammar code (no "
+                "jump-forward); llama.cpp is llama-cpp-python's grammar= sampler (checks the whole vocabulary at "
+                "every token).",
+            ),
+            click.option(
+                "--no-jump-forward",
+                is_flag=True,
+                default=None,
+                help="llamacpp, transformers: sample every token, even those the grammar forces.",
+            ),
+            click.option(
+                "--device",
+                type=click.Choice(["cpu", "cuda"]),
+                default=None,
+                help="transformers: where the model runs [default: cpu].",
+            ),
+            click.option(
+                "--server-url",
+                metavar="URL",
+                envvar="OFFLINE_AGENT_SERVER_URL",
+                default=None,
+                help="http: the server's base URL, e.g. http://127.0.0.1:8080 [env OFFLINE_AGENT_SERVER_URL]; "
+                "an API key is read from OFFLINE_AGENT_API_KEY.",
+            ),
+            click.option(
+                "--server-kind",
+                type=click.Choice(SERVER_KINDS),
+                default=None,
+                help="http: the server's dialect [default: detected from the server].",
+            ),
+            click.option(
+                "--server-timeout",
+                type=click.FloatRange(min=1.0),
+                default=None,
+                metavar="SECONDS",
+                help="http: seconds to wait for the server's answer to one request [default: 120].",
+            ),
+            click.option(
+                "--verbose",
+                is_flag=True,
+                default=None,
+                help="llamacpp, transformers: show the engine's own log on stderr (e.g. how many layers went to the "
+                "GPU).",
+            ),
+        ]
+    )
+
+
+# The click parameters behind each backend option (model, context size and seed come from model_options).
+_PARAMETERS = {
+    "model": "model",
+    "context_size": "context_size",
+    "seed": "seed",
+    "gpu_layers": "gpu_layers",
+    "threads": "threads",
+    "grammar_engine": "grammar_engine",
+    "jump_forward": "no_jump_forward",
+    "verbose": "verbose",
+    "device": "device",
+    "server_url": "server_url",
+    "server_kind": "server_kind",
+    "timeout": "server_timeout",
+}
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend a command was asked for, with the options given for it (already checked against it)."""
+
+    name: str
+    options: BackendOptions
+
+    def build(self) -> Any:
+        from offline_agent.backends.registry import build_backend
+
+        return build_backend(self.name, self.options)
+
+
+def backend_choice(ctx: click.Context, params: dict[str, Any]) -> BackendChoice:
+    """Read --backend and the backend options out of a command's `params` (they are removed from it), refusing
+    an option given on the command line that the backend does not take (one line, naming the backend)."""
+    import os
+
+    name = params.pop("backend", None) or DEFAULT_BACKEND
+    values: dict[str, Any] = {}
+    from_env: set[str] = set()
+    for option, parameter in _PARAMETERS.items():
+        shared = parameter in ("model", "context_size", "seed")  # the command uses these too
+        value = params.get(parameter) if shared else params.pop(parameter, None)
+        if value is None:
+            continue
+        source = ctx.get_parameter_source(parameter)
+        if source in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP) and option != "seed":
+            continue
+        if option == "jump_forward":
+            value = not value
+        values[option] = value
+        if source == ParameterSource.ENVIRONMENT:
+            from_env.add(option)
+    api_key = os.environ.get("OFFLINE_AGENT_API_KEY")
+    if api_key:
+        values["api_key"] = api_key
+        from_env.add("api_key")
+    options = check_options(name, BackendOptions(**values), ignore=frozenset(from_env | {"seed"}))
+    return BackendChoice(name, options)

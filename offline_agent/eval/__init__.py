@@ -1,13 +1,15 @@
 """Evaluation: QA datasets, answer and retrieval metrics, the resumable runner, and reports that compare runs.
 
 `run_evaluation(EvalOptions(...))` is what `offline-agent eval` calls; pass `backend=` to run without loading a
-model (tests use the scripted backend). `load_run` and `write_report` are what `offline-agent report` calls.
+model (tests use the scripted backend). `load_run`, `write_report` and `write_html` are what `offline-agent report`
+calls.
 """
 
 from __future__ import annotations
 
 from offline_agent.eval.corpora import SETTINGS, EvalCorpus, open_eval_corpus
 from offline_agent.eval.datasets import Dataset, DatasetError, Paragraph, QARecord, load_dataset
+from offline_agent.eval.html_report import write_html
 from offline_agent.eval.metrics import exact_match, f1_precision_recall, f1_score, normalize_answer
 from offline_agent.eval.report import RunData, load_run, write_report
 from offline_agent.eval.results import ResultsError, RunFolder
@@ -39,5 +41,6 @@ __all__ = [
     "run_evaluation",
     "summarize",
     "support_recall",
+    "write_html",
     "write_report",
 ]

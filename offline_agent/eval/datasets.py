@@ -29,10 +29,12 @@ class DatasetError(ConfigError):
 
 @dataclass(frozen=True)
 class Paragraph:
-    """One context paragraph of a HotpotQA record: its title and its text (sentences joined)."""
+    """One context paragraph of a HotpotQA record: its title, its text (sentences joined) and the sentences
+    as the file has them (their positions are the sentence ids of supporting facts)."""
 
     title: str
     text: str
+    sentences: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class QARecord:
     type: str | None = None
     level: str | None = None
     context: tuple[Paragraph, ...] = ()
+    supporting_facts: tuple[tuple[str, int], ...] = ()  # HotpotQA's (title, sentence id) pairs, as in the file
 
 
 @dataclass
@@ -169,9 +172,10 @@ def _record(path: Path, where: str, row: Any) -> QARecord:
     if not isinstance(answer, str) or not answer.strip():
         raise DatasetError(f"{path}: {where} (id {rid!r}) has no answer")
     context = _context(path, where, row.get("context"))
+    facts = _facts(path, where, row["supporting_facts"]) if row.get("supporting_facts") is not None else ()
     supporting = row.get("supporting_titles")
-    if supporting is None and row.get("supporting_facts") is not None:
-        supporting = _titles_of_facts(path, where, row["supporting_facts"])
+    if supporting is None and facts:
+        supporting = [title for title, _ in facts]
     if supporting is not None and not (
         isinstance(supporting, list) and all(isinstance(title, str) for title in supporting)
     ):
@@ -184,6 +188,7 @@ def _record(path: Path, where: str, row: Any) -> QARecord:
         type=_optional_text(row.get("type")),
         level=_optional_text(row.get("level")),
         context=context,
+        supporting_facts=facts,
     )
 
 
@@ -196,16 +201,16 @@ def _context(path: Path, where: str, context: Any) -> tuple[Paragraph, ...]:
             if isinstance(sentences, str):
                 sentences = [sentences]
             text = "".join(str(sentence) for sentence in sentences).strip()
-            paragraphs.append(Paragraph(str(title), " ".join(text.split())))
+            paragraphs.append(Paragraph(str(title), " ".join(text.split()), tuple(str(s) for s in sentences)))
     except (TypeError, ValueError):
         raise DatasetError(f"{path}: {where}: context must be a list of [title, sentences] pairs") from None
     return tuple(paragraphs)
 
 
-def _titles_of_facts(path: Path, where: str, facts: Any) -> list[str]:
+def _facts(path: Path, where: str, facts: Any) -> tuple[tuple[str, int], ...]:
     try:
-        return [str(fact[0]) for fact in facts]
-    except (TypeError, IndexError, KeyError):
+        return tuple((str(title), int(sentence)) for title, sentence in facts)
+    except (TypeError, ValueError):
         raise DatasetError(f"{path}: {where}: supporting_facts must be a list of [title, sentence] pairs") from None
 
 

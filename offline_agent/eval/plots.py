@@ -7,6 +7,7 @@ without levels) gives no plot and a note instead.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,26 +38,42 @@ def require_matplotlib() -> Any:
 def write_plots(runs: Sequence[RunData], out: Path) -> tuple[list[Path], list[str]]:
     """Draw every plot that has data into `out`; return the PNG paths and notes on plots left out."""
     plt = require_matplotlib()
-    written: list[Path] = []
+    figures, notes = plot_figures(runs)
+    return [_save(plt, figure, out / name) for name, figure in figures], notes
+
+
+def png_plots(runs: Sequence[RunData]) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """Every plot that has data as (file name, PNG bytes), kept in memory (the HTML report inlines them)."""
+    plt = require_matplotlib()
+    figures, notes = plot_figures(runs)
+    images = []
+    for name, figure in figures:
+        buffer = io.BytesIO()
+        try:
+            figure.savefig(buffer, format="png", dpi=110)
+        finally:
+            plt.close(figure)
+        images.append((name, buffer.getvalue()))
+    return images, notes
+
+
+def plot_figures(runs: Sequence[RunData]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The figures that have data, each with its file name, and notes on the plots left out."""
+    plt = require_matplotlib()
+    figures: list[tuple[str, Any]] = []
     notes: list[str] = []
     for key, name, title in (
         ("by_type", "em_f1_by_type.png", "type"),
         ("by_level", "em_f1_by_level.png", "level"),
     ):
         if any(run.summary[key] for run in runs):
-            written.append(_save(plt, _grouped_scores(plt, runs, key, title), out / name))
+            figures.append((name, _grouped_scores(plt, runs, key, title)))
         else:
             notes.append(f"No plot by question {title}: no run's questions carry a {title}.")
-    written.append(_save(plt, _steps(plt, runs), out / "steps_per_question.png"))
-    written.append(
-        _save(
-            plt,
-            _distribution(plt, runs, "seconds", "Seconds per question", "seconds"),
-            out / "seconds_per_question.png",
-        )
-    )
-    written.append(_save(plt, _format_errors(plt, runs), out / "format_errors.png"))
-    return written, notes
+    figures.append(("steps_per_question.png", _steps(plt, runs)))
+    figures.append(("seconds_per_question.png", _distribution(plt, runs, "seconds", "Seconds per question", "seconds")))
+    figures.append(("format_errors.png", _format_errors(plt, runs)))
+    return figures, notes
 
 
 def _save(plt: Any, figure: Any, path: Path) -> Path:

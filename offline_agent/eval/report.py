@@ -21,6 +21,10 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("N", "questions"),
     ("EM", "em%"),
     ("F1", "f1%"),
+    ("SP EM", "sp_em%"),
+    ("SP F1", "sp_f1%"),
+    ("Joint EM", "joint_em%"),
+    ("Joint F1", "joint_f1%"),
     ("Support recall", "support_recall%"),
     ("Rejected steps", "format.rejected_step_rate%"),
     ("Format-error runs", "format.format_error_run_rate%"),
@@ -33,6 +37,9 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("s/q median", "seconds_per_question.median"),
     ("s/q p90", "seconds_per_question.p90"),
 )
+
+# Columns shown only when some run has them (supporting facts need a dataset with sentence-level facts).
+_OPTIONAL = frozenset({"sp_em%", "sp_f1%", "joint_em%", "joint_f1%"})
 
 
 @dataclass
@@ -93,13 +100,19 @@ def _cell(value: Any, percent: bool) -> str:
 
 
 def comparison_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the main table: one row per run (percentages for rates)."""
-    header = ["Run", "Agent", "Model", "Grammar", "Setting", *(title for title, _ in _COLUMNS)]
+    """Header and rows of the main table: one row per run (percentages for rates); the supporting-fact and joint
+    columns only where some run has them."""
+    columns = [
+        (title, key)
+        for title, key in _COLUMNS
+        if key not in _OPTIONAL or any(_value(run.summary, key) is not None for run in runs)
+    ]
+    header = ["Run", "Agent", "Model", "Grammar", "Setting", *(title for title, _ in columns)]
     rows = []
     for run in runs:
         config = run.config
         cells = [run.name, str(config.get("agent")), run.model, str(config.get("grammar")), str(config.get("setting"))]
-        cells += [_cell(_value(run.summary, key), key.endswith("%")) for _, key in _COLUMNS]
+        cells += [_cell(_value(run.summary, key), key.endswith("%")) for _, key in columns]
         rows.append(cells)
     return header, rows
 
@@ -153,9 +166,10 @@ def render_markdown(runs: Sequence[RunData], plots: Sequence[Path], notes: Seque
     parts = ["# Evaluation report", "", markdown_table(*comparison_table(runs)), ""]
     parts += [
         "EM, F1, support recall (supporting titles among the passages the agent saw) and the three rates are "
-        "percentages. Rejected steps: steps the parser rejected; format-error runs: questions that ended on a "
-        "rejected step; invalid actions: actions the tool refused, among all actions. Tokens and seconds are "
-        "per question.",
+        "percentages; SP and Joint (where the dataset has sentence-level supporting facts) are HotpotQA's "
+        "supporting-fact and joint scores. Rejected steps: steps the parser rejected; format-error runs: questions "
+        "that ended on a rejected step; invalid actions: actions the tool refused, among all actions. Tokens and "
+        "seconds are per question.",
         "",
     ]
     for key, title in (("by_type", "By question type"), ("by_level", "By level")):

@@ -10,7 +10,8 @@
   named. The question limit, the output folder and machine details (paths, GPU layers) may change. A field added
   to the config after a folder was written is read as the value that reproduces how that folder's runs behaved
   (ADDED_FIELDS), so old folders stay resumable with the settings they were run with.
-- config.json and summary.json are replaced atomically (written aside, fsynced, renamed).
+- config.json, summary.json and predictions.json (HotpotQA's official format, rewritten after every appended
+  result) are replaced atomically (written aside, fsynced, renamed).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from offline_agent.outputs import describe_write_error
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
+PREDICTIONS = "predictions.json"
 LOCK = ".lock"
 
 # Fields of config.json that must match for a run folder to be resumed (dotted paths).
@@ -37,6 +39,7 @@ COMPARED_FIELDS = (
     "corpus.sha256",
     "agent",
     "agent_config",
+    "backend",
     "model.id",
     "model.context_size",
     "grammar",
@@ -47,7 +50,8 @@ COMPARED_FIELDS = (
 )
 
 # Fields added to config.json after run folders existed, each with the value that reproduces the runs written
-# before it: early stopping always generated a Final-only last step, and no step budget was shown to the model.
+# before it: early stopping always generated a Final-only last step, no step budget was shown to the model, and
+# the model ran in llama.cpp.
 ADDED_FIELDS: dict[str, Any] = {
     "agent_config.early_stopping": "generate",
     "agent_config.budget_hint": False,
@@ -58,6 +62,8 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.min_searches": 0,
     "agent_config.samples": 1,
     "agent_config.first_search": False,
+    "agent_config.scope": None,
+    "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }
 
 
@@ -113,6 +119,7 @@ class RunFolder:
         self.config_path = self.path / CONFIG
         self.results_path = self.path / RESULTS
         self.summary_path = self.path / SUMMARY
+        self.predictions_path = self.path / PREDICTIONS
         self.torn_bytes = 0
         self._lock_fd: int | None = None
 
@@ -241,6 +248,12 @@ class RunFolder:
     # ---- summary -----------------------------------------------------------------------------------------
     def write_summary(self, summary: dict[str, Any]) -> None:
         self._write_atomic(self.summary_path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+    def write_predictions(self, rows: list[dict[str, Any]]) -> None:
+        """predictions.json in HotpotQA's official format, for every row so far."""
+        from offline_agent.eval.hotpot import predictions
+
+        self._write_atomic(self.predictions_path, json.dumps(predictions(rows), ensure_ascii=False) + "\n")
 
     def _write_atomic(self, path: Path, text: str) -> None:
         temporary = path.with_name(f".{path.name}.tmp")

@@ -1,13 +1,18 @@
 """The resumable evaluation runner behind `offline-agent eval`: a dataset, a model, an agent, a run folder.
 
 `prepare_evaluation` checks everything that can be checked before the first question (the agent name, the
-dataset, the setting and its corpus, the run folder and its configuration), loading the model through
-`runner.load_llama_backend` unless a backend is handed in (tests pass a ScriptedBackend). `EvalRun.run` then
-answers the questions not yet in results.jsonl, in dataset order, appending one line per question.
+dataset, the setting and its corpus, the run folder and its configuration), building the backend through the
+backend registry (`backends.build_backend`) unless one is handed in (tests pass a ScriptedBackend). `EvalRun.run`
+then answers the questions not yet in results.jsonl, appending one line per question in dataset order.
+
+With `concurrency` N > 1 (a server backend that batches), N questions are in flight at once on worker threads;
+their result lines are still written in dataset order (a finished question waits for the ones before it), so
+the file looks exactly as a sequential run would leave it, and a resume skips what was written. Each question's
+run depends only on the question, the configuration and the seed, so the answers are the same as with N = 1.
+In-process backends (llamacpp, transformers) run one completion at a time and refuse N > 1.
 
 A model that fails mid-run (ModelError) or an interrupt stops the run between questions: what was written
-stays, summary.json is brought up to date, and the same command resumes. Questions run one after another on one
-loaded model with the same seed, so a rerun of the same configuration gives the same answers.
+stays, summary.json is brought up to date, and the same command resumes.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,9 +31,11 @@ from typing import Any
 from offline_agent import __version__
 from offline_agent.agents import AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.knowagent import check_action_graph
+from offline_agent.backends.registry import BackendOptions, backend_entry, canonical_backend_name
 from offline_agent.errors import ConfigError, ModelError, OfflineAgentError
 from offline_agent.eval.corpora import EvalCorpus, default_pool, open_eval_corpus, resolve_setting
 from offline_agent.eval.datasets import Dataset, QARecord, load_dataset
+from offline_agent.eval.hotpot import sentence_table, with_fact_fields
 from offline_agent.eval.results import RunFolder
 from offline_agent.eval.scoring import result_row, summarize
 from offline_agent.outputs import check_writable_folder
@@ -54,7 +63,6 @@ class EvalOptions:
     max_tokens: int = 192
     temperature: float = 0.0
     context_size: int | None = None
-    gpu_layers: int = 0
     tools: tuple[str, ...] = DEFAULT_TOOLS
     early_stopping: str = "generate"
     budget_hint: bool = False
@@ -65,9 +73,17 @@ class EvalOptions:
     min_searches: int = 0
     samples: int = 1
     first_search: bool = False
+    scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
+    backend: str = "llamacpp"
+    # The backend's own settings (gpu_layers, threads, server_url, ...); model, context_size and seed are above.
+    backend_options: BackendOptions = field(default_factory=BackendOptions)
+    concurrency: int = 1  # questions in flight at once (a server backend only)
 
     def __post_init__(self) -> None:
+        self.backend = canonical_backend_name(self.backend)
+        if self.concurrency < 1:
+            raise ConfigError("--concurrency must be at least 1")
         self.dataset = Path(self.dataset)
         self.pool = None if self.pool is None else Path(self.pool)
         self.out = None if self.out is None else Path(self.out)
@@ -90,24 +106,36 @@ class EvalOptions:
             min_searches=self.min_searches,
             samples=self.samples,
             first_search=self.first_search,
+            scope=self.scope,
             action_graph=self.action_graph,
         )
+
+    def all_backend_options(self) -> BackendOptions:
+        """The backend's settings with the model, context size and seed of the run."""
+        return replace(self.backend_options, model=self.model, context_size=self.context_size, seed=self.seed)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for key in ("dataset", "pool", "out"):
             data[key] = None if data[key] is None else str(data[key])
         data["tools"] = list(self.tools)
+        # The API key is never written to disk.
+        data["backend_options"] = {k: v for k, v in data["backend_options"].items() if v is not None and k != "api_key"}
         return data
 
 
 def default_out(options: EvalOptions, setting: str) -> Path:
-    """runs/<dataset>-<setting>-<agent>-<model>[-nogrammar][-force][-seedS]: the same command finds the same folder."""
+    """runs/<dataset>-<setting>-<agent>-<model>[-backend][-nogrammar][-force][-seedS]: the same command finds the same
+    folder (the backend is named unless it is llamacpp)."""
     from offline_agent.models import default_model_name
 
-    model = options.model or default_model_name()
-    model_label = Path(model).stem if model.endswith(".gguf") else model
+    if options.model:
+        model_label = Path(options.model).stem if options.model.endswith(".gguf") else Path(options.model).name
+    else:
+        model_label = "server" if options.backend == "http" else default_model_name()
     parts = [options.dataset.stem, setting, options.agent, model_label]
+    if options.backend != "llamacpp":
+        parts.append(options.backend)
     if not options.grammar:
         parts.append("nogrammar")
     if options.early_stopping != "generate":
@@ -141,6 +169,7 @@ class EvalRun:
     config: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)
     resumed: bool = False
+    sentences: dict[str, tuple[str, ...]] = field(default_factory=dict)  # title -> sentences, for sp ids
 
     @property
     def pending(self) -> list[QARecord]:
@@ -149,28 +178,16 @@ class EvalRun:
 
     def run(self, callbacks: EvalCallbacks | None = None) -> dict[str, Any]:
         """Answer the pending questions, appending each result; return the summary of the whole folder."""
-        from offline_agent.runner import Session
-
         callbacks = callbacks or EvalCallbacks()
-        config = self.options.agent_config()
-        uses_tools = agent_class(self.options.agent).uses_tools
+        pool = ThreadPoolExecutor(self.options.concurrency) if self.options.concurrency > 1 else None
         try:
-            for record in self.pending:
-                if callbacks.on_question:
-                    callbacks.on_question(record)
-                session = Session(
-                    backend=self.backend,
-                    index=self.corpus.index_for(record),
-                    corpus=self.corpus.label_for(record),
-                    agent=self.options.agent,
-                    tools=self.options.tools,
-                )
-                trajectory = session.ask(record.question, config)
-                row = result_row(record, trajectory, uses_tools=uses_tools)
-                self.folder.append(row)
-                self.rows.append(row)
-                if callbacks.on_result:
-                    callbacks.on_result(row, self.rows)
+            if pool is None:
+                for record in self.pending:
+                    if callbacks.on_question:
+                        callbacks.on_question(record)
+                    self._record(self.answer(record), callbacks)
+            else:
+                self._run_concurrently(pool, callbacks)
             return self.write_summary()
         except ModelError as exc:
             self._write_summary_quietly()
@@ -182,7 +199,53 @@ class EvalRun:
             self._write_summary_quietly()
             raise
         finally:
+            if pool is not None:
+                # Questions not started are dropped; those in flight finish (each request has a timeout).
+                pool.shutdown(wait=False, cancel_futures=True)
             self.folder.unlock()
+
+    def answer(self, record: QARecord) -> dict[str, Any]:
+        """Run the agent on one question (fresh tools and state) and return its result row."""
+        from offline_agent.runner import Session
+
+        session = Session(
+            backend=self.backend,
+            index=self.corpus.index_for(record),
+            corpus=self.corpus.label_for(record),
+            agent=self.options.agent,
+            tools=self.options.tools,
+        )
+        trajectory = session.ask(record.question, self.options.agent_config())
+        uses_tools = agent_class(self.options.agent).uses_tools
+        return result_row(
+            record, trajectory, uses_tools=uses_tools, sentences=self.sentences, capabilities=self.backend.capabilities
+        )
+
+    def _record(self, row: dict[str, Any], callbacks: EvalCallbacks) -> None:
+        self.folder.append(row)
+        self.rows.append(row)
+        self.folder.write_predictions(self.rows)
+        if callbacks.on_result:
+            callbacks.on_result(row, self.rows)
+
+    def _run_concurrently(self, pool: ThreadPoolExecutor, callbacks: EvalCallbacks) -> None:
+        """Keep `concurrency` questions in flight; write each result once all the questions before it are written."""
+        waiting: deque[Future[dict[str, Any]]] = deque()
+        records = iter(self.pending)
+
+        def submit_next() -> None:
+            record = next(records, None)
+            if record is not None:
+                if callbacks.on_question:
+                    callbacks.on_question(record)
+                waiting.append(pool.submit(self.answer, record))
+
+        for _ in range(self.options.concurrency):
+            submit_next()
+        while waiting:
+            row = waiting.popleft().result()  # in dataset order; the others keep running meanwhile
+            submit_next()
+            self._record(row, callbacks)
 
     def _done_count(self) -> int:
         return len(self.selected) - len(self.pending)
@@ -206,6 +269,7 @@ class EvalRun:
     def write_summary(self) -> dict[str, Any]:
         summary = self.summary()
         self.folder.write_summary(summary)
+        self.folder.write_predictions(self.rows)
         return summary
 
     def _write_summary_quietly(self) -> None:
@@ -218,6 +282,8 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
     """Check the options, read the dataset, build the corpus, load the model, and claim the run folder."""
     say = status or (lambda message: None)
     agent_cls = agent_class(options.agent)
+    if backend is None:
+        _check_concurrency(options, backend_entry(options.backend).in_process, options.backend)
     options.agent_config()  # bad numbers fail here, before anything is loaded
     check_action_graph(agent_cls, options.action_graph)
     dataset = load_dataset(options.dataset)
@@ -237,13 +303,13 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
     folder.lock()
     try:
         if backend is None:
-            from offline_agent.runner import load_llama_backend
+            from offline_agent.backends.registry import build_backend
 
-            backend = load_llama_backend(
-                options.model, gpu_layers=options.gpu_layers, context_size=options.context_size, seed=options.seed
-            )
+            backend = build_backend(options.backend, options.all_backend_options())
+        _check_concurrency(options, not backend.capabilities.concurrent_requests, backend.name)
         described = backend.describe()
-        say(f"model: {described.get('name')} ({described.get('path')})")
+        where = described.get("path") or described.get("url")
+        say(f"model: {described.get('name')} ({where}; backend {backend.name})")
         from offline_agent.runner import agent_tools
 
         search = options.agent_config().search_settings()
@@ -257,7 +323,21 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
         raise
     if folder.torn_bytes:
         say(f"repaired {folder.results_path}: cut off a torn last line ({folder.torn_bytes} bytes)")
-    return EvalRun(options, dataset, selected, corpus, folder, backend, config, rows=rows, resumed=resumed)
+    sentences = sentence_table(dataset)
+    by_id = {record.id: record for record in dataset.records}
+    rows = [with_fact_fields(row, by_id.get(str(row["id"])), sentences) for row in rows]  # rows from before sp
+    return EvalRun(
+        options, dataset, selected, corpus, folder, backend, config, rows=rows, resumed=resumed, sentences=sentences
+    )
+
+
+def _check_concurrency(options: EvalOptions, one_at_a_time: bool, name: str) -> None:
+    if options.concurrency > 1 and one_at_a_time:
+        raise ConfigError(
+            f"--concurrency {options.concurrency} needs a backend that takes several requests at once; backend "
+            f"{name!r} runs the model in this process, one completion at a time (use --backend http with a "
+            "server that batches, or --concurrency 1)"
+        )
 
 
 def _config(
@@ -287,6 +367,8 @@ def _config(
         },
         "agent": options.agent,
         "agent_config": asdict(probe.config),
+        "backend": canonical_backend_name(probe.backend.name),
+        "capabilities": asdict(probe.backend.capabilities),
         "model": {**model, "id": model.get("sha256") or model.get("name")},
         "grammar": "on" if options.grammar else "off",
         "grammar_sha256": probe.grammar_sha256,

@@ -5,6 +5,8 @@ support recall, the format and cost counts of the run, and the whole trajectory,
 can be recomputed from results.jsonl alone (the report does exactly that).
 
 Definitions:
+- supporting facts (sp) and joint EM/F1: HotpotQA's official definitions, over the sentences of `hotpot.py`'s
+  rule; None for a record whose dataset has no sentence-level supporting facts;
 - support recall: the share of the record's supporting titles among the titles of the passages the agent's
   searches and lookups returned; None for a record without supporting titles or an agent without tools;
 - a rejected step: a step whose text the Lark parser rejected (also when a retry with more tokens then parsed);
@@ -13,18 +15,23 @@ Definitions:
 - a grammar rejection: a token the model ranked first that the grammar refused (decoding took the best allowed one);
 - a prevented move: a grammar rejection where the next action was chosen, i.e. a move the agent's action graph
   forbids (KnowAgent records them per step as `details["prevented"]`).
+
+A count that needs a capability the backend lacks is None in the row and n/a in summaries and reports, never 0:
+cached tokens without a prefix cache that reports reuse (`reuses_prefix_cache`), grammar rejections and prevented
+moves without `reports_rejections`. A total over rows is None when no row has the count.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from offline_agent.eval.datasets import QARecord
+from offline_agent.eval.hotpot import fact_fields
 from offline_agent.eval.metrics import exact_match, f1_score
 from offline_agent.steps import STOP_REASONS, Trajectory
 
@@ -47,8 +54,21 @@ def support_recall(supporting: Sequence[str], seen: Sequence[str]) -> float | No
     return sum(title in found for title in supporting) / len(supporting)
 
 
-def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = True) -> dict[str, Any]:
-    """The results.jsonl line of one question: scores, counts, and the whole trajectory."""
+def result_row(
+    record: QARecord,
+    trajectory: Trajectory,
+    *,
+    uses_tools: bool = True,
+    sentences: Mapping[str, Sequence[str]] | None = None,
+    capabilities: Any = None,
+) -> dict[str, Any]:
+    """The results.jsonl line of one question: scores, counts, and the whole trajectory.
+
+    `sentences` (title -> sentences, `hotpot.sentence_table`) gives sentence ids to passages from outside the
+    question's own context (the pooled setting); `capabilities` (the backend's BackendCapabilities) decides which
+    counts are None (n/a) rather than 0."""
+    caches = capabilities is None or capabilities.reuses_prefix_cache
+    rejects = capabilities is None or capabilities.reports_rejections
     steps = trajectory.steps
     seen = titles_seen(steps)
     usage = trajectory.usage
@@ -64,6 +84,7 @@ def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = T
         "support_recall": support_recall(record.supporting_titles, seen) if uses_tools else None,
         "supporting_titles": list(record.supporting_titles),
         "seen_titles": seen,
+        **fact_fields(record, steps, trajectory.answer, sentences),
         "type": record.type,
         "level": record.level,
         "steps": len(steps),
@@ -71,23 +92,32 @@ def result_row(record: QARecord, trajectory: Trajectory, *, uses_tools: bool = T
         "rejected_steps": rejected,
         "format_error": format_error,
         "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
-        "grammar_rejections": sum(len((step.details or {}).get("rejections", ())) for step in steps),
-        "prevented_moves": sum(int((step.details or {}).get("prevented", 0)) for step in steps),
+        "grammar_rejections": sum(len((step.details or {}).get("rejections", ())) for step in steps)
+        if rejects
+        else None,
+        "prevented_moves": sum(int((step.details or {}).get("prevented", 0)) for step in steps) if rejects else None,
         "stop_reason": trajectory.stop_reason,
         "prompt_tokens": usage.prompt_tokens,
-        "cached_tokens": usage.cached_tokens,
+        "cached_tokens": usage.cached_tokens if caches else None,
         "generated_tokens": usage.generated_tokens,
         "seconds": trajectory.seconds,
         "trajectory": trajectory.to_dict(),
     }
 
 
+def _total(rows: Sequence[dict[str, Any]], key: str) -> int | None:
+    """The sum of `key` over the rows that have it (None when none does: the backend could not count it)."""
+    values = [row.get(key) for row in rows]
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def _rate(part: int, whole: int) -> float | None:
-    return round(part / whole, 6) if whole else None
+def _rate(part: int | None, whole: int | None) -> float | None:
+    return round(part / whole, 6) if whole and part is not None else None
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -109,10 +139,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     steps = [row["steps"] for row in rows]
     seconds = [float(row["seconds"]) for row in rows]
     recalls = [row["support_recall"] for row in rows if row.get("support_recall") is not None]
+    facts = [row for row in rows if row.get("sp_em") is not None]  # rows of a dataset with supporting facts
     total_steps = sum(steps)
     actions = sum(row.get("actions", 0) for row in rows)
     stops = Counter(row["stop_reason"] for row in rows)
-    tokens = {kind: sum(row[f"{kind}_tokens"] for row in rows) for kind in ("prompt", "cached", "generated")}
+    tokens = {kind: _total(rows, f"{kind}_tokens") for kind in ("prompt", "cached", "generated")}
     return {
         "questions": n,
         "answered": sum(row["prediction"] is not None for row in rows),
@@ -120,6 +151,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "f1": _mean([row["f1"] for row in rows]),
         "support_recall": _mean(recalls),
         "support_recall_questions": len(recalls),
+        "sp_em": _mean([row["sp_em"] for row in facts]),
+        "sp_f1": _mean([row["sp_f1"] for row in facts]),
+        "joint_em": _mean([row["joint_em"] for row in facts]),
+        "joint_f1": _mean([row["joint_f1"] for row in facts]),
+        "sp_questions": len(facts),
         "format": {
             "steps": total_steps,
             "rejected_steps": sum(row["rejected_steps"] for row in rows),
@@ -129,8 +165,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "actions": actions,
             "invalid_actions": sum(row["invalid_actions"] for row in rows),
             "invalid_action_rate": _rate(sum(row["invalid_actions"] for row in rows), actions),
-            "grammar_rejections": sum(row.get("grammar_rejections", 0) for row in rows),
-            "prevented_moves": sum(row.get("prevented_moves", 0) for row in rows),
+            "grammar_rejections": _total(rows, "grammar_rejections"),
+            "prevented_moves": _total(rows, "prevented_moves"),
         },
         "steps_per_question": {
             "mean": _mean(steps),

@@ -149,7 +149,7 @@ def test_max_seconds_stops_a_run_during_its_first_prompt(corpus, ledger) -> None
 
 
 def test_the_backend_looks_at_the_deadline_during_prompt_evaluation(small_backend, monkeypatch, ledger) -> None:
-    from offline_agent.backends import llamacpp
+    from offline_agent.backends import llamacpp, stream
 
     prompt = "Facts: " + " ".join(f"item {i} is red." for i in range(120))
     small_backend.llm.reset()
@@ -160,11 +160,11 @@ def test_the_backend_looks_at_the_deadline_during_prompt_evaluation(small_backen
 
     looks = []
 
-    def past_deadline(stream) -> bool:  # passes after the first chunk has been evaluated
+    def expired(completion_stream) -> bool:  # passes after the first chunk has been evaluated
         looks.append(small_backend.llm.n_tokens)
         return len(looks) > 1
 
-    monkeypatch.setattr(llamacpp._Stream, "past_deadline", past_deadline)
+    monkeypatch.setattr(stream.CompletionStream, "expired", expired)
     cut = small_backend.complete(prompt, max_tokens=8, deadline=time.monotonic() + 3600)
     one_chunk = cut.finish_reason == "interrupted" and small_backend.llm.n_tokens == llamacpp.PROMPT_CHUNK
     monkeypatch.undo()

@@ -1,0 +1,237 @@
+"""The user's indexes as a Model Context Protocol server, so desktop assistants and other agents can search
+private files (and ask the local agent about them) without the files leaving the machine.
+
+`offline-agent mcp` serves over stdio only (no port is opened), with the official `mcp` SDK (the optional `mcp`
+extra). Three tools:
+- `search(query, k, index)`: ranked passages with title, source, score and text;
+- `ask(question, index)`: the agent answers with the session's model and strategy; the answer, the stop reason
+  and the whole trajectory come back;
+- `list_indexes()`: the indexes this server exposes, with their sizes.
+
+The model loads on the first `ask`, never before, so a client that only searches never pays for it; one question
+runs at a time (llama.cpp holds one context). Indexes open on first use and stay open. Errors a user can act on
+(an unknown index, an empty query) come back as tool errors with one line, and the server goes on.
+
+While the SDK serves, file descriptor 1 points at stderr, so stray output of llama.cpp or a library cannot
+corrupt the protocol stream.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from offline_agent import __version__
+from offline_agent.errors import ConfigError, OfflineAgentError
+
+INSTALL_HINT = "pip install 'offline-agent[mcp]'"
+SAMPLE = "sample"
+MAX_K = 50
+
+
+def require_mcp() -> Any:
+    """The SDK's MCPServer class, or a ConfigError that says how to install it."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError:
+        raise ConfigError(
+            f"the MCP server needs the `mcp` package (version 2), which is not installed: {INSTALL_HINT}"
+        ) from None
+    return MCPServer
+
+
+class IndexSet:
+    """The indexes a server exposes: those named with --index (names or paths), else every named index under
+    OFFLINE_AGENT_HOME (read again on each call, so an index built while the server runs appears), or the sample
+    corpus when there is none. Each opens on first use and stays open."""
+
+    def __init__(self, chosen: Sequence[str] = ()) -> None:
+        self.chosen = list(dict.fromkeys(chosen))
+        self._open: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        for name in self.chosen:
+            self._check(name)
+
+    @staticmethod
+    def _check(name: str) -> None:
+        from offline_agent.retrieval import storage
+        from offline_agent.retrieval.catalog import indexes_dir
+
+        if Path(name).expanduser().exists():
+            return
+        if "/" not in name and storage.is_index_dir(indexes_dir() / name):
+            return
+        raise ConfigError(f"index not found: {name!r} (a name from `offline-agent index list`, or a folder)")
+
+    def names(self) -> list[str]:
+        if self.chosen:
+            return list(self.chosen)
+        from offline_agent.retrieval import list_indexes
+
+        named = [entry["name"] for entry in list_indexes() if "error" not in entry]
+        return named or [SAMPLE]
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Name, passages and where each exposed index lives (opening it if it was not open)."""
+        out = []
+        for name in self.names():
+            try:
+                index = self.open(name)
+                out.append({"name": name, "passages": len(index), "location": self._target(name)})
+            except OfflineAgentError as exc:
+                out.append({"name": name, "error": str(exc)})
+        return out
+
+    def _target(self, name: str) -> str:
+        if name == SAMPLE and not self.chosen:
+            from offline_agent.resources import sample_corpus
+
+            return str(sample_corpus())
+        return name
+
+    def resolve(self, name: str | None) -> str:
+        names = self.names()
+        if name in (None, ""):
+            return names[0]
+        if name not in names:
+            raise ConfigError(f"unknown index {name!r}; choose from {names}")
+        return name
+
+    def open(self, name: str | None) -> Any:
+        """The index called `name` (None: the first one), opened on first use."""
+        name = self.resolve(name)
+        with self._lock:
+            if name not in self._open:
+                from offline_agent.retrieval import open_corpus
+
+                self._open[name] = open_corpus(self._target(name))
+            return self._open[name]
+
+
+@dataclass
+class AgentSettings:
+    """What `ask` runs with: the model and its backend (built on the first ask), the strategy and its controls."""
+
+    model: str | None = None
+    agent: str = "react"
+    backend: Any = None  # a cli.options.BackendChoice (None: the default backend and model)
+    config: Any = None  # an AgentConfig
+
+
+class OfflineAgentTools:
+    """The tools' behaviour, apart from the SDK (so it is testable without a transport)."""
+
+    def __init__(self, indexes: IndexSet, settings: AgentSettings, *, backend: Any = None) -> None:
+        self.indexes = indexes
+        self.settings = settings
+        self._backend = backend
+        self._model_lock = threading.Lock()
+
+    def search(self, query: str, k: int = 5, index: str | None = None) -> dict[str, Any]:
+        if not query or not query.strip():
+            raise ConfigError("the query is empty")
+        if not 1 <= k <= MAX_K:
+            raise ConfigError(f"k must be between 1 and {MAX_K}, not {k}")
+        name = self.indexes.resolve(index)
+        result = self.indexes.open(name).search(query, k=k)
+        hits = [
+            {
+                "rank": rank,
+                "title": passage.title,
+                "source": passage.source or passage.doc_id,
+                "score": round(float(score), 4),
+                "text": passage.text,
+                "doc_id": passage.doc_id,
+                "passage_id": int(passage.id),
+            }
+            for rank, (passage, score) in enumerate(zip(result.passages, result.scores.tolist(), strict=True), 1)
+        ]
+        return {"index": name, "query": query, "hits": hits}
+
+    def ask(self, question: str, index: str | None = None) -> dict[str, Any]:
+        from offline_agent.runner import Session
+
+        if not question or not question.strip():
+            raise ConfigError("the question is empty")
+        name = self.indexes.resolve(index)
+        corpus = self.indexes.open(name)
+        with self._model_lock:  # one question at a time: llama.cpp holds one context
+            session = Session(backend=self._load(), index=corpus, corpus=name, agent=self.settings.agent)
+            trajectory = session.ask(question, self.settings.config)
+        return {
+            "answer": trajectory.answer,
+            "stop_reason": trajectory.stop_reason,
+            "index": name,
+            "trajectory": trajectory.to_dict(),
+        }
+
+    def list_indexes(self) -> list[dict[str, Any]]:
+        return self.indexes.describe()
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._backend is not None
+
+    def _load(self) -> Any:
+        if self._backend is None:
+            from offline_agent.runner import load_backend
+
+            print(f"offline-agent mcp: loading the model ({self.settings.model or 'default'})", file=sys.stderr)
+            choice = self.settings.backend
+            self._backend = choice.build() if choice is not None else load_backend(None, self.settings.model)
+        return self._backend
+
+
+def build_server(tools: OfflineAgentTools) -> Any:
+    """An MCPServer with the three tools; OfflineAgentErrors become tool errors with their one-line message."""
+    server_class = require_mcp()
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = server_class(
+        name="offline-agent",
+        log_level="WARNING",  # the SDK logs every failed call at INFO; the client gets the error anyway
+        version=__version__,
+        instructions="Search the user's local document indexes (BM25) and ask a local agent about them. "
+        "Nothing leaves the machine. Call list_indexes to see what can be searched.",
+    )
+
+    def search(query: str, k: int = 5, index: str | None = None) -> dict[str, Any]:
+        """Ranked passages of a local index for a query: rank, title, source, score, text (best first).
+
+        query: keywords or a question; k: how many passages (1-50); index: which index (default: the first)."""
+        try:
+            return tools.search(query, k, index)
+        except OfflineAgentError as exc:
+            raise ToolError(str(exc)) from None
+
+    def ask(question: str, index: str | None = None) -> dict[str, Any]:
+        """Answer a question with the local agent, which searches a local index step by step.
+
+        Returns the answer (null when the agent stopped without one), the stop reason (final, max_steps,
+        timeout, error) and the trajectory (every step: thought, action, observation, final). The first call
+        loads the model."""
+        try:
+            return tools.ask(question, index)
+        except OfflineAgentError as exc:
+            raise ToolError(str(exc)) from None
+
+    def list_indexes() -> dict[str, Any]:
+        """The local indexes this server can search, with their passage counts."""
+        return {"indexes": tools.list_indexes()}
+
+    server.add_tool(search, name="search")
+    server.add_tool(ask, name="ask")
+    server.add_tool(list_indexes, name="list_indexes")
+    return server
+
+
+def serve(tools: OfflineAgentTools) -> None:
+    """Serve the tools over stdio until the client closes stdin."""
+    import anyio
+
+    server = build_server(tools)
+    anyio.run(server.run_stdio_async)
