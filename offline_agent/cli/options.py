@@ -32,7 +32,7 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 def _model_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """An empty --model is a mistake (an unset variable in a script), not a request for the default model."""
     if value is not None and not value.strip():
-        raise click.BadParameter("is empty; give a registry name or a .gguf path, or leave it out for the default")
+        raise click.BadParameter("is empty; name a model (or a path), or leave the option out for the default")
     return value
 
 
