@@ -33,6 +33,7 @@ from typing import Any
 
 import platformdirs
 
+from offline_agent import jsonio
 from offline_agent.errors import ConfigError, ModelError
 from offline_agent.resources import data_path
 
@@ -273,7 +274,11 @@ def _unknown_model(name: str, specs: dict[str, ModelSpec]) -> ConfigError:
 
 
 def verify_model(name_or_path: str, *, registry: Path | None = None, progress: Progress | None = None) -> ResolvedModel:
-    """Re-hash a model fully, ignoring every cache; raise ModelError on a mismatch, refresh the caches."""
+    """Re-hash a model fully, ignoring every cache; raise ModelError on a mismatch, refresh the caches.
+
+    A path passes only when its sha256 is a registry model's; a file named or sized like a registry model but
+    with another digest (a truncated copy) is a mismatch, and any other file cannot be verified (ModelError).
+    """
     specs = load_registry(registry)
     spec = specs.get(name_or_path)
     if spec is None:
@@ -282,7 +287,10 @@ def verify_model(name_or_path: str, *, registry: Path | None = None, progress: P
         path = _check_gguf(Path(name_or_path).expanduser())
         digest = _hash_file(path, progress, f"verifying {path.name}")
         _store_digest(path, digest)
-        return _local_model(path, digest, specs)
+        resolved = _local_model(path, digest, specs)
+        if resolved.spec is None:
+            raise _unverified(path, digest, specs)
+        return resolved
     if spec.single_file:
         path = _part_paths(spec)[0]
         digest = _hash_file(path, progress, f"verifying {spec.name}")
@@ -302,6 +310,23 @@ def verify_model(name_or_path: str, *, registry: Path | None = None, progress: P
             )
         _write_sidecar(target, spec)
     return ResolvedModel(spec.name, target, digest, spec)
+
+
+def _unverified(path: Path, digest: str, specs: dict[str, ModelSpec]) -> ModelError:
+    """The error for a local file whose sha256 is no registry model's: a damaged copy of the model it is named
+    or sized like, or a file the registry cannot vouch for at all (never "ok")."""
+    size = path.stat().st_size
+    spec = next((s for s in specs.values() if s.file_name == path.name), None) or next(
+        (s for s in specs.values() if s.size == size), None
+    )
+    if spec is None:
+        return ModelError(
+            f"cannot verify {path}: no registry model has its file name, size or sha256 (its sha256 is {digest})"
+        )
+    return ModelError(
+        f"{path} is not a good copy of {spec.name!r}: {size} bytes with sha256 {digest}, expected {spec.size} bytes "
+        f"with sha256 {spec.sha256}; use `offline-agent models path {spec.name}` for the checked file"
+    )
 
 
 def install_model(
@@ -431,7 +456,7 @@ def _sidecar(target: Path) -> Path:
 def _is_verified(target: Path, spec: ModelSpec) -> bool:
     try:
         stat = target.stat()
-        record = json.loads(_sidecar(target).read_text(encoding="utf-8"))
+        record = jsonio.loads(_sidecar(target).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return (
@@ -550,7 +575,7 @@ def _cached_digest(path: Path, progress: Progress | None) -> str:
     path = path.resolve()
     stat = path.stat()
     try:
-        entry = json.loads(_digest_cache().read_text(encoding="utf-8")).get(str(path))
+        entry = jsonio.loads(_digest_cache().read_text(encoding="utf-8")).get(str(path))
     except (OSError, ValueError, AttributeError):
         entry = None
     if isinstance(entry, dict) and (entry.get("size"), entry.get("mtime_ns")) == (
@@ -573,7 +598,7 @@ def _store_digest(path: Path, digest: str, stat: os.stat_result | None = None) -
     try:
         with _locked(cache_file):
             try:
-                cache = json.loads(cache_file.read_text(encoding="utf-8"))
+                cache = jsonio.loads(cache_file.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 cache = {}
             if not isinstance(cache, dict):

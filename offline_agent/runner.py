@@ -61,14 +61,31 @@ def corpus_scope(corpus: str | Path | None) -> str | None:
 
 
 def save_scope(index_folder: Path, scope: str) -> None:
-    """Keep `scope` with the index in `index_folder` (written atomically)."""
+    """Keep `scope` with the index in `index_folder` (written atomically); a failed write (a full disk) is one
+    RetrievalError and leaves the previous scope.txt, if any, and no temporary file."""
+    import contextlib
     import os
     import tempfile
 
-    handle, temporary = tempfile.mkstemp(dir=index_folder, prefix=".scope-")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(scope + "\n")
-    os.replace(temporary, index_folder / SCOPE_FILE)
+    from offline_agent.errors import RetrievalError
+    from offline_agent.outputs import describe_write_error
+
+    target = index_folder / SCOPE_FILE
+    temporary = None
+    try:
+        handle, temporary = tempfile.mkstemp(dir=index_folder, prefix=".scope-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(scope + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    except OSError as exc:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise RetrievalError(
+            f"the index was saved, but its scope could not be written to {target}: {describe_write_error(target, exc)}"
+        ) from None
 
 
 def agent_tools(agent: str | type[Strategy], tools: Sequence[str] = DEFAULT_TOOLS) -> tuple[str, ...]:

@@ -6,11 +6,36 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from support import smollm_path
+from support import need_shared_data, smollm_path
 
 # Tests assert behaviour, never timing: a loaded CI machine must not fail a property test on its deadline.
 settings.register_profile("offline_agent", deadline=None)
 settings.load_profile("offline_agent")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kills",
+        type=int,
+        default=None,
+        help="reliability suite: how many `index --update` runs to kill -9 (default 20, or OFFLINE_AGENT_KILLS)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that says `shared_data` in its name gets the marker, so the rule below holds for new tests too."""
+    for item in items:
+        if "shared_data" in item.name and item.get_closest_marker("shared_data") is None:
+            item.add_marker(pytest.mark.shared_data)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked shared_data skip (with the reason) when ../shared/data is missing, and fail under CI=true."""
+    if item.get_closest_marker("shared_data") is not None:
+        if "shared_data" not in item.name:
+            pytest.fail(f"{item.name} needs ../shared/data: its name must say so (shared_data)")
+        need_shared_data()
+
 
 TINY_CORPUS = {
     "marie-curie.md": "# Marie Curie\n\nMarie Curie was a physicist and chemist born in Warsaw in 1867. "

@@ -9,18 +9,29 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# ../shared/data beside the repository; OFFLINE_AGENT_SHARED_DATA points elsewhere (a worktree in another folder).
+# Evaluation data beside the repository; OFFLINE_AGENT_SHARED_DATA points elsewhere (a git worktree, say).
 SHARED_DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
+
+
+def in_ci() -> bool:
+    """Whether the tests run under CI (CI=true), where missing data is a failure, never a skip."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def need_shared_data(*parts: str) -> Path:
+    """SHARED_DATA/parts, or the test stops: skipped with the reason on a clone without ../shared/data (a
+    newcomer's suite stays green), failed under CI (so CI cannot skip the tests that use real data)."""
+    return needs_shared_data(SHARED_DATA.joinpath(*parts))
 
 
 def needs_shared_data(path: Path) -> Path:
     """`path` under ../shared/data; skips the test with the reason when it is missing, fails under CI."""
-    if path.exists():
-        return path
-    message = f"missing evaluation data {path} (../shared/data beside the repository)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    if not path.exists():
+        message = f"missing {path}: this test needs ../shared/data beside the repository (or OFFLINE_AGENT_SHARED_DATA)"
+        if in_ci():
+            pytest.fail(f"{message}; under CI=true that is a failure, not a skip")
+        pytest.skip(message)
+    return path
 
 
 def smollm_path() -> Path:

@@ -53,6 +53,9 @@ def test_arithmetic(expression: str, expected: float) -> None:
         "abs.__call__(1)",
         "True + 1",
         "9**9**9",
+        "round(1, -10**8)",
+        "round(1, 10**8)",
+        "(10**999)**5",
         "10**1001",
         "2**100000",
         "1/0",
@@ -75,6 +78,14 @@ def test_hostile_or_bad_input_is_refused(expression: str) -> None:
 def test_huge_products_are_bounded() -> None:
     with pytest.raises(ToolError):
         evaluate(" * ".join(["(10**900)"] * 12))
+
+
+def test_every_result_can_be_printed() -> None:
+    """Results stay under Python's int-to-string limit (4,300 digits), so formatting never raises."""
+    assert CalculatorTool()({"expression": "(10**999)*(10**999)*(10**999)*(10**999)"}).endswith(" = 1" + "0" * 3996)
+    with pytest.raises(ToolError, match="over 4000 digits"):
+        evaluate("(10**999)*(10**999)*(10**999)*(10**999)*(10**999)")
+    assert evaluate("round(123456, -3)") == 123000 and evaluate("round(5, -1000)") == 0
 
 
 @given(st.integers(-(10**6), 10**6), st.integers(-(10**6), 10**6))

@@ -6,13 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from support import ROOT, need_shared_data
 
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.eval.corpora import open_eval_corpus, resolve_setting
 from offline_agent.eval.datasets import DatasetError, load_dataset
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
 
 HOTPOT = [
     {
@@ -142,9 +140,7 @@ def test_distractor_and_pooled_indexes(tmp_path: Path) -> None:
 
 @pytest.mark.shared_data
 def test_shared_data_hotpot_dev200_first_records() -> None:
-    path = SHARED_DATA / "hotpotqa" / "hotpot_dev200_distractor.json"
-    if not path.is_file():
-        pytest.fail(f"missing evaluation data {path} (../shared/data beside the repository)")
+    path = need_shared_data("hotpotqa", "hotpot_dev200_distractor.json")
     dataset = load_dataset(path, limit=5)
     assert dataset.format == "hotpotqa" and len(dataset) == 5 and dataset.has_context
     for record in dataset.records:

@@ -83,3 +83,23 @@ def test_index_build_keeps_the_scope_and_an_update_keeps_it(tiny_corpus: Path, i
     result = CliRunner().invoke(cli, ["index", str(tiny_corpus), "--name", "sci", "--update"])
     assert result.exit_code == 0, result.output
     assert corpus_scope("sci") == SCOPE
+
+
+def test_a_scope_that_cannot_be_written_is_one_error_and_leaves_no_temporary(tmp_path: Path, monkeypatch) -> None:
+    import errno
+    import os
+
+    from offline_agent.errors import RetrievalError
+
+    folder = tmp_path / "index"
+    folder.mkdir()
+    save_scope(folder, SCOPE)
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(RetrievalError, match="scope could not be written .*No space left on device"):
+        save_scope(folder, "another scope")
+    assert sorted(p.name for p in folder.iterdir()) == ["scope.txt"]
+    assert read_scope(str(folder / "scope.txt")) == SCOPE  # the previous scope is kept

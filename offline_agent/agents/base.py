@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -91,8 +92,8 @@ class AgentConfig:
             raise ConfigError(f"unknown early_stopping {self.early_stopping!r}; choose from {list(EARLY_STOPPING)}")
         if self.max_steps < 1:
             raise ConfigError("max_steps must be at least 1")
-        if self.max_seconds is not None and self.max_seconds <= 0:
-            raise ConfigError("max_seconds must be positive")
+        if self.max_seconds is not None and not 0 < self.max_seconds < math.inf:  # nan fails both comparisons
+            raise ConfigError("max_seconds must be a positive, finite number of seconds")
         if not 1 <= self.samples <= 32:
             raise ConfigError("samples must be between 1 and 32")
         if self.min_searches < 0:

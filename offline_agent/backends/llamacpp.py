@@ -35,6 +35,10 @@ from offline_agent.steps import Completion
 # "llama.cpp": llama-cpp-python's grammar= sampler, which checks the whole vocabulary at every token (reference).
 GRAMMAR_ENGINES = ("llguidance", "llama.cpp-check", "llama.cpp")
 
+# Prompt tokens evaluated between two looks at the deadline: a long prompt takes seconds on a CPU, and
+# --max-seconds must be able to stop a run during it, not only after it.
+PROMPT_CHUNK = 64
+
 # KV cache element types by name (a quantized V cache needs flash attention).
 _KV_TYPES = {"f16": "GGML_TYPE_F16", "q8_0": "GGML_TYPE_Q8_0"}
 
@@ -291,13 +295,15 @@ class LlamaCppBackend:
         cached = self._reuse_prefix(tokens)
         llm.n_tokens = cached  # eval() drops the cache past this point before decoding the rest
         try:
-            llm.eval(tokens[cached:])
+            evaluated = self._eval_prompt(tokens, cached, stream)
         except RuntimeError:
             # Seen once in a long test session: llama_decode refused the batch (-1) after the cache was cut back.
             # Evaluating the whole prompt into an emptied cache recovers; only a second failure is an error.
             llm.reset()
             cached = 0
-            llm.eval(tokens)
+            evaluated = self._eval_prompt(tokens, 0, stream)
+        if not evaluated:
+            return cached
         stream.prompt_done()
         get_logits = self._llama_cpp.llama_get_logits_ith
         n_vocab = llm.n_vocab()
@@ -332,6 +338,9 @@ class LlamaCppBackend:
         """The reference path: llama.cpp's own grammar sampler (it checks the whole vocabulary at every token)."""
         llm = self.llm
         cached = self._reuse_prefix(tokens)
+        llm.n_tokens = cached
+        if not self._eval_prompt(tokens[:-1], cached, stream):  # generate() evaluates the last token itself
+            return cached
         if seed is not None:
             llm.set_seed(seed)
         generator = llm.generate(
@@ -351,6 +360,16 @@ class LlamaCppBackend:
             if not stream.add([token]):
                 break
         return cached
+
+    def _eval_prompt(self, tokens: list[int], start: int, stream: CompletionStream) -> bool:
+        """Evaluate tokens[start:] in chunks of PROMPT_CHUNK, looking at the deadline before each; False (finish
+        reason "interrupted") when it passed first. What was evaluated stays in the cache for the next call."""
+        for lo in range(start, len(tokens), PROMPT_CHUNK):
+            if stream.expired():
+                stream.finish("interrupted")
+                return False
+            self.llm.eval(tokens[lo : lo + PROMPT_CHUNK])
+        return True
 
     def _is_end_of_generation(self, token: int) -> bool:
         vocab = self.llm._model.vocab

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -25,12 +26,15 @@ from offline_agent.cli.options import (
     session_options,
 )
 from offline_agent.errors import ConfigError, OfflineAgentError
+from offline_agent.outputs import check_writable_file, describe_write_error
 from offline_agent.runner import corpus_scope
 from offline_agent.steps import Action, StepRecord, Trajectory
 
 if TYPE_CHECKING:
     from offline_agent.runner import Session
 EXIT_NO_ANSWER = 3
+# The run finished and its answer (if any) was printed, but the trace file could not be written.
+EXIT_TRACE_FAILED = 4
 EXIT_OUT_OF_SCOPE = 5  # the question is outside the corpus's scope: the refusal is printed as the answer
 
 
@@ -115,16 +119,34 @@ def model_line(backend: Any) -> str:
 
 
 def append_trace(path: Path, trajectory: Trajectory) -> None:
-    """Append one whole JSON line and fsync it, so a trace file is never left with half a record."""
-    line = trajectory.to_json() + "\n"
+    """Append one whole JSON line and fsync it; on failure the file is cut back, so it never holds half a record."""
+    line = (trajectory.to_json() + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with open(path, "ab") as handle:
+            before = handle.tell()
+            try:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError:
+                with contextlib.suppress(OSError):
+                    handle.truncate(before)
+                raise
     except OSError as exc:
-        raise ConfigError(f"cannot write the trace file {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot write the trace file {path}: {describe_write_error(path, exc)}") from None
+
+
+def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
+    """Append to the trace file if there is one; on failure say why on stderr (one line) and return False."""
+    if path is None:
+        return True
+    try:
+        append_trace(path, trajectory)
+    except OfflineAgentError as exc:
+        click.echo(f"error: {exc} (the trajectory was not saved)", err=True)
+        return False
+    return True
 
 
 @click.command("ask")
@@ -180,11 +202,14 @@ def ask(
 
     Each step (Thought, then Action or Final) is printed on stderr as it is written, with the tool's
     Observation; the answer goes to stdout. Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
-    stopped without an answer (max steps, timeout, or a step the parser rejected), 5 the question is outside
-    the corpus's scope (--scope; the refusal is printed as the answer).
+    stopped without an answer (max steps, timeout, or a step the parser rejected), 4 the answer was printed but
+    the --trace file could not be written, 5 the question is outside the corpus's scope (--scope; the refusal is
+    printed as the answer).
     """
     if not question.strip():
         raise ConfigError("the question is empty")
+    if trace is not None:
+        check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
     backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
     scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
     config = agent_config(ctx.params, scope=scope_text)
@@ -195,9 +220,17 @@ def ask(
     session = open_session(corpus, backend, agent=agent, quiet=quiet)
     callbacks = None if quiet else LiveView().callbacks()
     trajectory = session.ask(question, config, callbacks)
-    if trace is not None:
-        append_trace(trace, trajectory)
-    report_trajectory(trajectory, as_json=as_json, quiet=quiet, capabilities=session.backend.capabilities)
+    status = 0
+    try:  # the answer first: nothing may hide it
+        report_trajectory(trajectory, as_json=as_json, quiet=quiet, capabilities=session.backend.capabilities)
+    except SystemExit as stop:
+        status = stop.code
+    finally:
+        traced = write_trace_or_report(trace, trajectory)
+    if not traced:
+        status = EXIT_TRACE_FAILED
+    if status:
+        raise SystemExit(status)
 
 
 def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, capabilities: Any = None) -> None:
@@ -236,6 +269,7 @@ COMMANDS = [ask]
 
 __all__ = [
     "COMMANDS",
+    "EXIT_TRACE_FAILED",
     "LiveView",
     "OfflineAgentError",
     "append_trace",
@@ -243,4 +277,5 @@ __all__ = [
     "model_line",
     "open_session",
     "report_trajectory",
+    "write_trace_or_report",
 ]

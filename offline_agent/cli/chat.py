@@ -19,7 +19,14 @@ import click
 
 from offline_agent.agents import AgentConfig
 from offline_agent.agents.scope import read_scope
-from offline_agent.cli.ask import LiveView, append_trace, no_answer_line, open_session, stop_line
+from offline_agent.cli.ask import (
+    EXIT_TRACE_FAILED,
+    LiveView,
+    no_answer_line,
+    open_session,
+    stop_line,
+    write_trace_or_report,
+)
 from offline_agent.cli.options import (
     action_graph_option,
     agent_config,
@@ -31,6 +38,7 @@ from offline_agent.cli.options import (
     scope_option,
     session_options,
 )
+from offline_agent.outputs import check_writable_file
 from offline_agent.runner import corpus_scope
 from offline_agent.steps import Trajectory, Turn
 
@@ -59,6 +67,7 @@ class ChatLoop:
         self.trace = trace
         self.quiet = quiet
         self.history: list[Turn] = []
+        self.trace_failures = 0
 
     def run(self, stream: Any, *, interactive: bool) -> None:
         """Answer each line of `stream` until /quit, end of input, or Ctrl-C at the prompt."""
@@ -119,8 +128,6 @@ class ChatLoop:
             click.echo("\ninterrupted: question abandoned", err=True)
             return None
         self.history.append(Turn(question, trajectory.answer))
-        if self.trace is not None:
-            append_trace(self.trace, trajectory)
         if self.as_json:
             click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
         else:
@@ -132,6 +139,9 @@ class ChatLoop:
             )
         if trajectory.stop_reason != "final":
             click.echo(no_answer_line(trajectory), err=True)
+        # After the answer, so a trace that cannot be written never hides it; the chat goes on.
+        if not write_trace_or_report(self.trace, trajectory):
+            self.trace_failures += 1
         return trajectory
 
 
@@ -203,13 +213,16 @@ def chat(
       offline-agent chat --corpus ~/notes
       printf 'Who founded X?\\nWhere was she born?\\n' | offline-agent chat -q
 
-    Exit status: 0 when the chat ends, 1 error (model or corpus), 2 bad usage.
+    Exit status: 0 when the chat ends, 1 error (model or corpus), 2 bad usage, 4 some turns could not be written
+    to the --trace file (their answers were printed).
     """
     from offline_agent.agents import agent_class
     from offline_agent.agents.knowagent import check_action_graph
 
     backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
     check_action_graph(agent_class(agent), action_graph)  # before the model loads
+    if trace is not None:
+        check_writable_file(trace, "trace file")
     scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
     config = agent_config(ctx.params, scope=scope_text)
     session = open_session(corpus, backend, agent=agent, quiet=quiet)
@@ -217,7 +230,10 @@ def chat(
     interactive = hasattr(stdin, "isatty") and stdin.isatty()
     if interactive and not quiet:
         click.echo("one question per line; " + ", ".join(f"{k} {v}" for k, v in CHAT_COMMANDS.items()), err=True)
-    ChatLoop(session, config, as_json=as_json, trace=trace, quiet=quiet).run(stdin, interactive=interactive)
+    loop = ChatLoop(session, config, as_json=as_json, trace=trace, quiet=quiet)
+    loop.run(stdin, interactive=interactive)
+    if loop.trace_failures:
+        raise SystemExit(EXIT_TRACE_FAILED)
 
 
 COMMANDS = [chat]

@@ -272,7 +272,7 @@ def list_(as_json: bool) -> None:
         return
     for row in rows:
         if "error" in row:
-            click.echo(f"{row['name']}\tERROR: {row['error']}")
+            click.echo(f"{row['name']}\tdamaged: {row['error']}")
         else:
             click.echo(
                 f"{row['name']}\t{row['passages']:,} passages\t{row['documents']:,} documents\t"
@@ -343,16 +343,32 @@ def _human(n: int) -> str:
 
 @click.command("search", context_settings=_CONTEXT)
 @click.argument("query")
-@click.option("--index", "-i", "index_name", required=True, envvar="OFFLINE_AGENT_INDEX",
-              help="Index name or folder, or a folder of documents (env OFFLINE_AGENT_INDEX).")  # fmt: skip
+@click.option("--index", "-i", "index_name", default=None, envvar="OFFLINE_AGENT_INDEX", metavar="NAME_OR_DIR",
+              help="A saved index: its name, or its folder (env OFFLINE_AGENT_INDEX).")  # fmt: skip
+@click.option("--corpus", "-c", "corpus_path", default=None, type=click.Path(path_type=Path), metavar="PATH",
+              help="A folder or file of documents, indexed in memory for this search (nothing is saved).")  # fmt: skip
 @click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="How many passages.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object with a list of hits).")
-def search(query: str, index_name: str, k: int, as_json: bool) -> None:
-    """Search an index and print the best passages with score, title, source and a snippet."""
+def search(query: str, index_name: str | None, corpus_path: Path | None, k: int, as_json: bool) -> None:
+    """Search an index (--index) or a folder of documents (--corpus) and print the best passages with score,
+    title, source and a snippet.
+
+    --index NAME opens the index called NAME even when the current directory holds a folder of that name.
+    """
     from offline_agent.retrieval import open_corpus
+    from offline_agent.retrieval.catalog import open_saved
     from offline_agent.retrieval.snippets import highlight_spans, snippet
 
-    corpus = open_corpus(index_name)
+    ctx = click.get_current_context()
+    index_given = ctx.get_parameter_source("index_name") != click.core.ParameterSource.ENVIRONMENT
+    if corpus_path is not None and index_name is not None and index_given:
+        raise click.UsageError("give --index (a saved index) or --corpus (documents), not both")
+    if corpus_path is not None:
+        corpus, source = open_corpus(corpus_path), str(corpus_path)
+    elif index_name:
+        corpus, source = open_saved(index_name), index_name
+    else:
+        raise click.UsageError("give --index NAME (a saved index, see `offline-agent index list`) or --corpus PATH")
     result = corpus.search(query, k=k)
     if as_json:
         hits = []
@@ -361,7 +377,7 @@ def search(query: str, index_name: str, k: int, as_json: bool) -> None:
             hit["snippet"] = snippet(passage.text, query, corpus.analyzer)
             hit["highlights"] = highlight_spans(passage.text, query, corpus.analyzer)
             hits.append(hit)
-        click.echo(json.dumps({"query": query, "index": index_name, "hits": hits}, ensure_ascii=False, indent=2))
+        click.echo(json.dumps({"query": query, "index": source, "hits": hits}, ensure_ascii=False, indent=2))
         return
     if not result.passages:
         click.echo(f"no passage matches {query!r}")

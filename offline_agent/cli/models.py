@@ -111,8 +111,10 @@ def model_path(name: str | None) -> None:
 def verify(name_or_path: str, as_json: bool) -> None:
     """Re-hash a model's file in full and check its sha256 against the registry.
 
-    Prints the name, path, sha256 and "ok"; a mismatch is an error (exit code 1). For a local .gguf path it
-    prints the digest it computed.
+    Prints the name, path, sha256 and "ok"; a mismatch is an error (exit code 1). A .gguf path is ok only when
+    its sha256 is a registry model's; a copy named or sized like one but with another digest (truncated,
+    damaged) is a mismatch, and a file the registry does not know cannot be verified (exit code 1, with the
+    digest it computed).
     """
     with _ByteProgress() as progress:
         model = verify_model(name_or_path, progress=progress)

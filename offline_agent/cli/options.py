@@ -7,6 +7,7 @@ one that only came from an environment variable (OFFLINE_AGENT_GPU_LAYERS stays 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,20 @@ if TYPE_CHECKING:
     from offline_agent.agents import AgentConfig
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _model_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An empty --model is a mistake (an unset variable in a script), not a request for the default model."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty; name a model (or a path), or leave the option out for the default")
+    return value
+
+
+def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """FloatRange lets nan (every comparison is false) and inf through; neither is a time limit."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds")
+    return value
 
 
 def agent_config(params: Mapping[str, Any], **overrides: Any) -> AgentConfig:
@@ -60,11 +75,18 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
             "-m",
             metavar="NAME_OR_PATH",
             envvar="OFFLINE_AGENT_MODEL",
+            callback=_model_name,
             help="Registry name, .gguf path, or (transformers) a model folder; with --backend http, the name of the "
             "server's model [env OFFLINE_AGENT_MODEL; default: the registry default, or the server's one model].",
         ),
         click.option("--max-steps", type=click.IntRange(1, 50), default=8, show_default=True, help=max_steps_help),
-        click.option("--max-seconds", type=click.FloatRange(min=0.1), default=None, help=max_seconds_help),
+        click.option(
+            "--max-seconds",
+            type=click.FloatRange(min=0.1),
+            default=None,
+            callback=_finite_seconds,
+            help=max_seconds_help,
+        ),
         click.option(
             "--max-tokens",
             type=click.IntRange(16, 4096),

@@ -14,12 +14,12 @@ kept so a run folder can tell that its dataset changed.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offline_agent import jsonio
 from offline_agent.errors import ConfigError
 
 
@@ -100,7 +100,10 @@ def load_dataset(path: str | Path, *, limit: int | None = None) -> Dataset:
     records: list[QARecord] = []
     seen: dict[str, str] = {}
     for where, row in rows:
-        record = _record(path, where, row)
+        try:
+            record = _record(path, where, row)
+        except RecursionError:  # str() of a field nested almost as deeply as json could read
+            raise DatasetError(f"{path}: {where}: a field nested too deeply to read") from None
         if record.id in seen:
             raise DatasetError(f"{path}: duplicate id {record.id!r} ({seen[record.id]} and {where})")
         seen[record.id] = where
@@ -119,9 +122,9 @@ def _parse_rows(path: Path, text: str) -> tuple[list[tuple[str, Any]], str]:
         raise DatasetError(f"{path}: the file is empty")
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+            data = jsonio.loads(text)
+        except jsonio.JSONReadError as exc:
+            raise DatasetError(f"{path}: {_where_unreadable(text, exc)}") from None
         rows = [(f"record {number}", row) for number, row in enumerate(data, start=1)]
         is_hotpot = any(isinstance(row, dict) and "context" in row for _, row in rows)
         return rows, "hotpotqa" if is_hotpot else "json"
@@ -130,12 +133,28 @@ def _parse_rows(path: Path, text: str) -> tuple[list[tuple[str, Any]], str]:
         if not line.strip():
             continue
         try:
-            rows.append((f"line {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
+            rows.append((f"line {number}", jsonio.loads(line)))
+        except jsonio.JSONReadError as exc:
+            if exc.kind != "syntax":
+                raise DatasetError(f"{path}: line {number}: {exc}") from None
             raise DatasetError(
-                f"{path}: line {number} is not valid JSON ({exc.msg}); expected HotpotQA JSON or JSONL records"
+                f"{path}: line {number} is not valid JSON ({exc.reason}); expected HotpotQA JSON or JSONL records"
             ) from None
     return rows, "jsonl"
+
+
+def _where_unreadable(text: str, exc: jsonio.JSONReadError) -> str:
+    """Why a JSON list cannot be read, naming the first record that fails when the list itself is valid."""
+    if exc.kind != "syntax":
+        try:
+            _, members = jsonio.loads_members(text)
+        except jsonio.JSONReadError:
+            return str(exc)
+        for number, (_, value) in enumerate(members, start=1):
+            if isinstance(value, jsonio.JSONReadError):
+                return f"record {number}: {value}"
+        return str(exc)
+    return f"not valid JSON (line {exc.line}, column {exc.column}: {exc.reason})"
 
 
 def _record(path: Path, where: str, row: Any) -> QARecord:

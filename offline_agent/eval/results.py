@@ -21,7 +21,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from offline_agent import jsonio
 from offline_agent.errors import OfflineAgentError
+from offline_agent.outputs import describe_write_error
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -127,7 +129,7 @@ class RunFolder:
         if not self.config_path.exists():
             return None
         try:
-            return json.loads(self.config_path.read_text(encoding="utf-8"))
+            return jsonio.read_file(self.config_path)
         except (OSError, ValueError) as exc:
             raise ResultsError(f"cannot read {self.config_path}: {exc}; move the folder away to start over") from None
 
@@ -160,7 +162,8 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise ResultsError(f"cannot use the run folder {self.path}: {exc.strerror or exc}") from None
+            why = describe_write_error(self.path / LOCK, exc)
+            raise ResultsError(f"cannot use the run folder {self.path}: {why}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -268,7 +271,7 @@ class RunFolder:
 
 def _parse_row(line: bytes) -> dict[str, Any] | None:
     try:
-        row = json.loads(line)
+        row = jsonio.loads(line)
     except ValueError:
         return None
     return row if isinstance(row, dict) and "id" in row else None

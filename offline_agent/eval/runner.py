@@ -38,6 +38,7 @@ from offline_agent.eval.datasets import Dataset, QARecord, load_dataset
 from offline_agent.eval.hotpot import sentence_table, with_fact_fields
 from offline_agent.eval.results import RunFolder
 from offline_agent.eval.scoring import result_row, summarize
+from offline_agent.outputs import check_writable_folder
 from offline_agent.steps import Trajectory
 from offline_agent.tools import DEFAULT_TOOLS, build_tools
 
@@ -294,6 +295,7 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
         pool = default_pool(dataset)
     setting = resolve_setting(options.setting, dataset, pool)
     folder = RunFolder(options.out or default_out(options, setting))
+    check_writable_folder(folder.path, "run folder")  # a path under a regular file fails now, clearly
     folder.read_results(repair=False)  # a broken results file fails now, before the model loads
     say(f"dataset: {dataset.path} ({len(dataset)} questions, {dataset.format}); running {len(selected)}")
     corpus = open_eval_corpus(setting, dataset, pool)

@@ -101,6 +101,27 @@ def open_corpus(path_or_name: str | Path, options: IngestOptions | None = None) 
     raise RetrievalError(f"corpus not found: {path_or_name}")
 
 
+def open_saved(name_or_path: str | Path) -> BM25Index:
+    """A saved index: the named index NAME (under indexes_dir()), or the folder of an index; never documents.
+
+    A plain name means the named index even when a folder of that name is in the current directory.
+    """
+    text = str(name_or_path)
+    if isinstance(name_or_path, str) and _NAME_RE.fullmatch(text) and not text.endswith(".tmp"):
+        named = indexes_dir() / text
+        if storage.is_index_dir(named):
+            return BM25Index.load(named)
+    path = Path(name_or_path).expanduser()
+    if storage.is_index_dir(path):
+        return BM25Index.load(path)
+    if path.exists():
+        raise RetrievalError(
+            f"{path} is not an index (no {storage.MANIFEST}); to search documents without indexing them, use "
+            f"--corpus {text}, or build an index with `offline-agent index {text} --name NAME`"
+        )
+    raise RetrievalError(f"no index named {text!r} (see `offline-agent index list`)")
+
+
 @dataclass
 class BuildReport:
     """An index built or updated from files, and what happened to each file."""

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+
+from offline_agent import jsonio
 
 TEXT_FIELDS = ("text", "contents", "content", "body", "passage", "paragraph", "abstract")
 TITLE_FIELDS = ("title", "name", "heading")
@@ -192,6 +193,15 @@ def _read_pdf(path: Path, data: bytes, doc_id: str) -> Document:
 
 def _record(row: Any, fields: Fields, fallback_id: str) -> Document | str:
     """A Document from one record, or the reason it was skipped."""
+    if isinstance(row, jsonio.JSONReadError):
+        return str(row)
+    try:
+        return _record_fields(row, fields, fallback_id)
+    except RecursionError:  # str() of a list nested almost as deeply as json could read
+        return "a field nested too deeply to read"
+
+
+def _record_fields(row: Any, fields: Fields, fallback_id: str) -> Document | str:
     if not isinstance(row, dict):
         return f"not a JSON object ({type(row).__name__})"
     text_key = fields.text or next((f for f in TEXT_FIELDS if f in row), None)
@@ -200,12 +210,14 @@ def _record(row: Any, fields: Fields, fallback_id: str) -> Document | str:
         have = ", ".join(sorted(map(str, row))[:6])
         return f"no {want!r} field (fields: {have}); choose one with --text-field"
     text = row[text_key]
+    if text is None:
+        return f"{text_key!r} is null"
     if isinstance(text, list):
         text = " ".join(str(s).strip() for s in text if s is not None)
-    elif text is None:
-        text = ""
     elif not isinstance(text, str):
         text = str(text)
+    if not text.strip():
+        return f"{text_key!r} is empty"
     title_key = fields.title or next((f for f in TITLE_FIELDS if f in row), None)
     title = row.get(title_key) if title_key else None
     id_key = fields.id or next((f for f in ID_FIELDS if f in row), None)
@@ -219,9 +231,9 @@ def _read_jsonl(text: str, doc_id: str, fields: Fields) -> tuple[list[Document],
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            notes.append(f"line {number}: invalid JSON ({exc.msg})")
+            row = jsonio.loads(line)
+        except jsonio.JSONReadError as exc:
+            notes.append(f"line {number}: " + (f"invalid JSON ({exc.reason})" if exc.kind == "syntax" else str(exc)))
             continue
         doc = _record(row, fields, f"{doc_id}:{number}")
         if isinstance(doc, str):
@@ -233,16 +245,18 @@ def _read_jsonl(text: str, doc_id: str, fields: Fields) -> tuple[list[Document],
 
 def _read_json(text: str, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SkipFile(f"invalid JSON (line {exc.lineno}: {exc.msg})") from None
+        data = jsonio.loads(text)
+    except jsonio.JSONReadError as exc:
+        if exc.kind == "syntax":
+            raise SkipFile(str(exc)) from None
+        data = _members_or_skip(text, fields)  # one member too deep or too long: read the others
     rows: Iterator[tuple[str, Any]]
     if isinstance(data, list):
         rows = ((f"{doc_id}:{i}", r) for i, r in enumerate(data))
     elif isinstance(data, dict) and (fields.text in data if fields.text else any(f in data for f in TEXT_FIELDS)):
         rows = iter([(doc_id, data)])
-    elif isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
-        rows = ((str(k), dict(v, **{"_id": v.get("_id", k)})) for k, v in data.items())
+    elif isinstance(data, dict) and data and all(isinstance(v, (dict, jsonio.JSONReadError)) for v in data.values()):
+        rows = ((str(k), dict(v, **{"_id": v.get("_id", k)}) if isinstance(v, dict) else v) for k, v in data.items())
     else:
         raise SkipFile("no records (expected a list of objects, one object, or an object of objects)")
     docs, notes = [], []
@@ -253,6 +267,22 @@ def _read_json(text: str, doc_id: str, fields: Fields) -> tuple[list[Document], 
         else:
             docs.append(doc)
     return docs, notes
+
+
+def _members_or_skip(text: str, fields: Fields) -> Any:
+    """A top-level array or object of records read member by member: an unreadable member stays in its place
+    as a JSONReadError (`_record` turns it into a note); a file that is one record is skipped as a whole."""
+    try:
+        kind, members = jsonio.loads_members(text)
+    except jsonio.JSONReadError as exc:
+        raise SkipFile(str(exc)) from None
+    if kind == "array":
+        return [value for _, value in members]
+    names = {str(key) for key, _ in members}
+    if (fields.text in names) if fields.text else any(f in names for f in TEXT_FIELDS):
+        bad = next(value for _, value in members if isinstance(value, jsonio.JSONReadError))
+        raise SkipFile(str(bad))
+    return dict(members)
 
 
 def _read_csv(text: str, doc_id: str, fields: Fields, delimiter: str) -> tuple[list[Document], list[str]]:

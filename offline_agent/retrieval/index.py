@@ -20,8 +20,9 @@ import numpy as np
 from offline_agent.errors import RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
+from offline_agent.retrieval.checks import check_index_arrays
 from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
-from offline_agent.retrieval.passages import Passage, SearchResult, StringColumn
+from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn
 from offline_agent.retrieval.postings import Postings, Searcher, Triples, build_postings, unique_sorted
 from offline_agent.retrieval.scoring import BM25Params
 
@@ -367,10 +368,10 @@ class BM25Index:
         return [
             Passage(
                 i,
-                str(kb[ko[d] : ko[d + 1]], "utf-8", "surrogatepass"),
-                str(hb[ho[d] : ho[d + 1]], "utf-8", "surrogatepass"),
-                str(tb[to[i] : to[i + 1]], "utf-8", "surrogatepass"),
-                str(sb[so[d] : so[d + 1]], "utf-8", "surrogatepass"),
+                str(kb[ko[d] : ko[d + 1]], "utf-8", DECODE_ERRORS),
+                str(hb[ho[d] : ho[d + 1]], "utf-8", DECODE_ERRORS),
+                str(tb[to[i] : to[i + 1]], "utf-8", DECODE_ERRORS),
+                str(sb[so[d] : so[d + 1]], "utf-8", DECODE_ERRORS),
                 s,
                 e,
             )
@@ -460,10 +461,15 @@ class BM25Index:
         return Path(path)
 
     @classmethod
-    def load(cls, path: str | Path, mmap: bool = True, *, verify: bool = False) -> BM25Index:
-        """Open a saved index; arrays are memory-mapped unless `mmap=False`; `verify` checks all checksums."""
+    def load(cls, path: str | Path, mmap: bool = True, *, verify: bool | None = None) -> BM25Index:
+        """Open a saved index; arrays are memory-mapped unless `mmap=False`.
+
+        Structural checks always run (retrieval/checks.py); `verify` True checks every file's sha256, False
+        none, None (the default) only for indexes up to storage.VERIFY_ON_LOAD_MAX_BYTES.
+        """
         path = Path(path)
-        arrays, meta, extra, _ = storage.read_index(path, mmap=mmap, verify=verify)
+        arrays, meta, extra, manifest = storage.read_index(path, mmap=mmap, verify=verify)
+        check_index_arrays(path / manifest["generation"], arrays, meta)
         try:
             analyzer = Analyzer.from_dict(meta["analyzer"])
             params = BM25Params(**meta["bm25"])
@@ -497,35 +503,10 @@ class BM25Index:
                 "doc_title": col("doc_title"),
                 "doc_source": col("doc_source"),
             }
-        except (KeyError, TypeError, ValueError) as exc:
-            where = path / storage.read_manifest(path)["generation"] / "meta.json"
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            where = path / manifest["generation"] / "meta.json"
             raise RetrievalError(f"corrupt index file {where}: missing or bad entry {exc}") from None
-        _check_shapes(path, postings, table)
         return cls(analyzer=analyzer, params=params, postings=postings, table=table, extra=extra)
-
-
-def _check_shapes(path: Path, p: Postings, t: dict[str, Any]) -> None:
-    """Cheap consistency checks (no pass over the data): a mismatched file fails at load, not mid-search."""
-    rows = len(t["dl"])
-    problems = []
-    if len(p.offsets) != len(p.idf) + 1 or len(p.vocab) != len(p.idf):
-        problems.append(("post_offsets.npy", "vocabulary and offsets disagree"))
-    if len(p.docs) != len(p.weights) or len(p.docs) != len(p.tf) or int(p.offsets[-1]) != len(p.docs):
-        problems.append(("post_docs.npy", "postings arrays disagree"))
-    if len(p.hash_keys) != len(p.idf) or len(p.hash_ids) != len(p.idf) or len(p.term_tail) != len(p.idf):
-        problems.append(("vocab_hash.npy", "vocabulary and its hash table disagree"))
-    impacts = int(p.impact_offsets[-1]) if len(p.impact_offsets) else -1
-    if len(p.impact_offsets) != len(p.idf) + 1 or impacts != len(p.impact_docs) or impacts != len(p.impact_weights):
-        problems.append(("impact_offsets.npy", "impact lists disagree"))
-    for name in ("live", "doc", "start", "end"):
-        if len(t[name]) != rows:
-            problems.append((f"p_{name}.npy" if name != "live" else "live.npy", "passage arrays disagree"))
-    if len(t["text"]) != rows:
-        problems.append(("text_offsets.npy", "passage arrays disagree"))
-    if problems:
-        name, why = problems[0]
-        gen = storage.read_manifest(path)["generation"]
-        raise RetrievalError(f"corrupt index file {path / gen / name}: {why}")
 
 
 def _take_or_empty(column: StringColumn, rows: np.ndarray, keep: np.ndarray) -> StringColumn:

@@ -7,6 +7,7 @@ only for the passages a caller asks for.
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -55,6 +56,23 @@ class SearchResult(NamedTuple):
 _CHUNK = 1 << 16
 
 
+def _surrogatepass_or_replace(error: UnicodeError) -> tuple[str, int]:
+    """Decode as "surrogatepass" does (how lone surrogates in a text are stored), and turn bytes that are not
+    UTF-8 at all, which only a damaged index file holds, into U+FFFD instead of an exception mid-search."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    try:
+        return _SURROGATEPASS(error)
+    except UnicodeDecodeError:
+        return "\ufffd", error.start + 1
+
+
+_SURROGATEPASS = codecs.lookup_error("surrogatepass")
+# The error handler for decoding stored strings; the fast path (valid UTF-8) never calls it.
+DECODE_ERRORS = "offline_agent.surrogatepass_or_replace"
+codecs.register_error(DECODE_ERRORS, _surrogatepass_or_replace)
+
+
 class StringColumn:
     """A read-only list of strings stored as one UTF-8 blob plus int64 offsets (n + 1 of them)."""
 
@@ -97,12 +115,12 @@ class StringColumn:
 
     def __getitem__(self, i: int) -> str:
         offsets = self._offsets_view
-        return str(self._blob_view[offsets[i] : offsets[i + 1]], "utf-8", "surrogatepass")
+        return str(self._blob_view[offsets[i] : offsets[i + 1]], "utf-8", DECODE_ERRORS)
 
     def tolist(self) -> list[str]:
         data = self.blob.tobytes()
         offs = self.offsets.tolist()
-        return [data[offs[i] : offs[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(offs) - 1)]
+        return [data[offs[i] : offs[i + 1]].decode("utf-8", DECODE_ERRORS) for i in range(len(offs) - 1)]
 
     def take(self, rows: np.ndarray) -> StringColumn:
         """A new column holding rows `rows` in that order."""

@@ -1,9 +1,15 @@
 """Arithmetic for the agent, without `eval`: the expression is parsed with `ast` and walked by hand.
 
 Allowed: numbers, + - * / // % **, unary + and -, parentheses, and the functions abs, round, min, max, sqrt.
-Limits: an exponent above 1000 in absolute value, an intermediate integer over 10,000 digits, or an expression
-over 300 characters is refused. Names, attributes, calls to anything else, subscripts, strings and lambdas
-are refused with a ToolError, so `__import__('os')` and attribute tricks fail cleanly.
+Names, attributes, calls to anything else, subscripts, strings and lambdas are refused with a ToolError, so
+`__import__('os')` and attribute tricks fail cleanly.
+
+Every input the grammar allows must finish at once, so each costly operation is bounded before it runs, not
+after: an expression over 300 characters, an exponent above 1000 in absolute value, a product or power whose
+integer result would pass 4,000 digits (under Python's 4,300-digit limit for printing an integer), and a
+`round` to more than 1000 digits either side of the point (CPython computes 10**-ndigits for a negative
+one: `round(1, -10**8)` ran for minutes) are refused; so are numbers that are not finite and nesting deeper
+than the parser or the walk can take. Every refusal is a ToolError with a short reason.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from offline_agent.errors import ToolError
 
 MAX_LENGTH = 300
 MAX_EXPONENT = 1000
-MAX_DIGITS = 10_000
+MAX_DIGITS = 4000  # below sys.get_int_max_str_digits()'s default (4300): every result can be printed
+MAX_ROUND_DIGITS = 1000
 
 _BINARY = {
     ast.Add: operator.add,
@@ -49,12 +56,16 @@ def evaluate(expression: str) -> int | float:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError) as exc:
         raise ToolError(f"not an arithmetic expression: {expression!r}") from exc
+    except (RecursionError, MemoryError):
+        raise ToolError("expression nested too deeply") from None
     try:
         value = _eval(tree.body)
     except ZeroDivisionError:
         raise ToolError("division by zero") from None
     except OverflowError:
         raise ToolError("result too large") from None
+    except RecursionError:
+        raise ToolError("expression nested too deeply") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolError("result is not a finite number")
     return value
@@ -64,7 +75,7 @@ def _eval(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise ToolError("only numbers are allowed")
-        return node.value
+        return _checked(node.value)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
@@ -73,16 +84,27 @@ def _eval(node: ast.AST) -> Any:
         result = _BINARY[type(node.op)](left, right)
         if isinstance(result, complex):
             raise ToolError("result is not a real number")
-        return result
+        return _checked(result)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
         if node.keywords or not node.args or len(node.args) > 8:
             raise ToolError(f"bad call to {node.func.id}")
         args = [_eval(arg) for arg in node.args]
+        if node.func.id == "round":
+            _check_round(args)
         try:
-            return _FUNCTIONS[node.func.id](*args)
+            return _checked(_FUNCTIONS[node.func.id](*args))
         except (TypeError, ValueError) as exc:
             raise ToolError(f"{node.func.id}: {exc}") from None
     raise ToolError(f"not allowed in arithmetic: {type(node).__name__.lower()}")
+
+
+def _checked(value: Any) -> Any:
+    """`value`, unless it is a float that is not finite or an integer over MAX_DIGITS digits."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError("result is not a finite number")
+    if isinstance(value, int) and _digits(value) > MAX_DIGITS:
+        raise ToolError(f"result over {MAX_DIGITS} digits")
+    return value
 
 
 def _check_size(op: ast.operator, left: Any, right: Any) -> None:
@@ -101,8 +123,15 @@ def _check_size(op: ast.operator, left: Any, right: Any) -> None:
         raise ToolError(f"result over {MAX_DIGITS} digits")
 
 
+def _check_round(args: list[Any]) -> None:
+    """round(x, n) computes 10**-n for a negative n: bound n before CPython does that."""
+    if len(args) == 2 and isinstance(args[1], int) and abs(args[1]) > MAX_ROUND_DIGITS:
+        raise ToolError(f"round: more than {MAX_ROUND_DIGITS} digits")
+
+
 def _digits(value: int) -> int:
-    return len(str(abs(value))) if abs(value) < 10**50 else int(abs(value).bit_length() * 0.30103) + 1
+    """Decimal digits of |value| (at most one too many), from its bit length: no conversion to text."""
+    return max(1, int(abs(value).bit_length() * 0.30103) + 1)
 
 
 def format_number(value: int | float) -> str:

@@ -76,7 +76,8 @@ def test_folder_named_like_a_subcommand_builds_with_explicit_build(tmp_path: Pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("search", "x", "--index", "nope"), "error: corpus not found: nope"),
+        (("search", "x", "--index", "nope"), "error: no index named 'nope'"),
+        (("search", "x", "--corpus", "nope"), "error: corpus not found: nope"),
         (("index", "info", "nope"), "error: no index named 'nope'"),
         (("index", "rm", "nope"), "error: no index named 'nope'"),
         (("index", "/does/not/exist", "--name", "a"), "error: corpus not found: /does/not/exist"),

@@ -91,9 +91,11 @@ def test_flipped_bytes_are_caught_by_verify(saved: Path) -> None:
     data = bytearray(target.read_bytes())
     data[-3] ^= 0xFF
     target.write_bytes(bytes(data))
-    BM25Index.load(saved)  # sizes agree: a plain load trusts the data
+    BM25Index.load(saved, verify=False)  # sizes agree and the value is plausible: only the checksum can tell
     with pytest.raises(RetrievalError, match=r"corrupt index file .*post_weights\.npy: checksum mismatch"):
         BM25Index.load(saved, verify=True)
+    with pytest.raises(RetrievalError, match=r"post_weights\.npy: checksum mismatch"):
+        BM25Index.load(saved)  # a small index is verified on every load
 
 
 def test_corrupt_json_is_named(saved: Path) -> None:
@@ -142,12 +144,15 @@ def test_a_failed_update_leaves_the_previous_index(saved: Path, monkeypatch, aft
     before = BM25Index.load(saved).search("tower", k=5)
     index = BM25Index.load(saved)
     index.add(["tower tower tower"])
+    generations = sorted(p.name for p in saved.iterdir() if p.name != ".lock")
     _failing_save(monkeypatch, after)
-    with pytest.raises(OSError, match="simulated"):
+    with pytest.raises(RetrievalError, match=r"cannot save index .*simulated.*; the previous index is kept") as err:
         index.save(saved)
+    assert "\n" not in str(err.value)
     monkeypatch.undo()
     after_fail = BM25Index.load(saved, verify=True).search("tower", k=5)
     assert after_fail.ids.tolist() == before.ids.tolist()
+    assert sorted(p.name for p in saved.iterdir() if p.name != ".lock") == generations  # no partial generation
 
 
 def test_a_failed_manifest_switch_leaves_the_previous_index(saved: Path, monkeypatch) -> None:
@@ -162,16 +167,18 @@ def test_a_failed_manifest_switch_leaves_the_previous_index(saved: Path, monkeyp
             raise OSError("power cut (simulated)")
         return real_replace(src, dst)
 
+    generations = sorted(p.name for p in saved.iterdir() if p.name != ".lock")
     monkeypatch.setattr(os, "replace", replace)
-    with pytest.raises(OSError, match="simulated"):
+    with pytest.raises(RetrievalError, match="simulated"):
         index.save(saved)
     monkeypatch.undo()
     assert len(BM25Index.load(saved, verify=True)) == len(DOCS)
+    assert sorted(p.name for p in saved.iterdir() if p.name != ".lock") == generations
 
 
 def test_a_failed_first_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _failing_save(monkeypatch, 3)
-    with pytest.raises(OSError, match="simulated"):
+    with pytest.raises(RetrievalError, match="simulated.*; nothing was written"):
         BM25Index.build(DOCS).save(tmp_path / "new")
     assert list(tmp_path.iterdir()) == []
 
