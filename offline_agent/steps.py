@@ -129,6 +129,8 @@ class Completion:
     tokens: list[int] = field(default_factory=list)  # the generated token ids, when the backend has them
     masked_tokens: int = 0  # tokens for which the grammar's full mask had to be computed
     forced_tokens: int = 0  # tokens the grammar forced, appended without sampling (jump-forward)
+    drafted_tokens: int = 0  # speculative decoding: tokens proposed by the drafter and evaluated
+    accepted_tokens: int = 0  # ... and those of them that became part of the text
     # The model's first choice wherever the grammar refused it: (offset in the text, the refused token's text).
     rejections: list[tuple[int, str]] = field(default_factory=list)
 

@@ -48,7 +48,8 @@ class BackendCapabilities:
     reports_rejections: bool = False
     # count_tokens uses the model's own tokenizer (False: an estimate, e.g. a server without a tokenize endpoint).
     exact_token_counts: bool = True
-    # complete() may be called from several threads at once (a server that batches); in-process models may not.
+    # complete() may be called from several threads at once (a server that batches, or llama.cpp with --parallel:
+    # several sequences in one context); otherwise one call at a time.
     concurrent_requests: bool = False
 
 

@@ -66,12 +66,13 @@ class TokenSampler:
         top = top[np.isfinite(logits[top])]
         return top[np.argsort(-logits[top], kind="stable")]
 
-    def pick(self, logits: np.ndarray, candidates: np.ndarray) -> int:
-        """Draw one of `candidates` (best first) with top-p, min-p and temperature applied as llama.cpp does."""
+    def distribution(self, logits: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The tokens `pick` may draw from `candidates` (best first) and their probabilities: top-p, min-p and
+        temperature applied as llama.cpp does (greedy: the best candidate with probability 1)."""
         if candidates.size == 0:
             raise ModelError("no token is allowed by the grammar here")
         if self.settings.temperature <= 0.0 or candidates.size == 1:
-            return int(candidates[0])
+            return candidates[:1], np.ones(1)
         values = logits[candidates].astype(np.float64)
         probs = np.exp(values - values[0])
         probs /= probs.sum()
@@ -83,7 +84,29 @@ class TokenSampler:
         scaled = values[:keep] / self.settings.temperature
         weights = np.exp(scaled - scaled[0])
         weights /= weights.sum()
-        return int(candidates[self.rng.choice(keep, p=weights)])
+        return candidates[:keep], weights
+
+    def pick(self, logits: np.ndarray, candidates: np.ndarray, draft: int | None = None) -> int:
+        """Draw one of `candidates` (best first) from `distribution`.
+
+        With a `draft` token proposed by a deterministic drafter (speculative decoding), the draft is accepted
+        with its probability p(draft), else a token is drawn from the distribution without the draft,
+        renormalised: p(draft) + (1 - p(draft)) * 0 for the draft, (1 - p(draft)) * p(t) / (1 - p(draft)) for any
+        other t, so the drawn token follows the same distribution as without a draft. Greedy ignores the draft:
+        the best candidate is the answer either way.
+        """
+        tokens, weights = self.distribution(logits, candidates)
+        if tokens.size == 1:
+            return int(tokens[0])
+        if draft is not None:
+            proposed = tokens == draft
+            p_draft = float(weights[proposed].sum())
+            if p_draft > 0.0:
+                if self.rng.random() < p_draft:  # always when it is the only token with any weight
+                    return int(draft)
+                weights = np.where(proposed, 0.0, weights)
+                weights /= weights.sum()
+        return int(tokens[self.rng.choice(tokens.size, p=weights)])
 
 
 class GrammarCache:
@@ -258,11 +281,29 @@ class LlamaGrammarCache:
         return matcher.masked(logits)
 
 
-def next_token(sampler: TokenSampler, logits: np.ndarray, matcher: Any, cache: Any) -> tuple[int, bool]:
-    """Pick the next token under the grammar; returns it and whether the full mask had to be computed."""
+def next_token(
+    sampler: TokenSampler, logits: np.ndarray, matcher: Any, cache: Any, draft: int | None = None
+) -> tuple[int, bool]:
+    """Pick the next token under the grammar; returns it and whether the full mask had to be computed.
+
+    `draft`: a token a deterministic drafter proposed here (speculative decoding); when sampling it is accepted
+    with its probability under the masked distribution (TokenSampler.pick), so the result is distributed as
+    without it. Greedy picks the same token either way.
+    """
     candidates = sampler.candidates(logits)
     if matcher is None or all(matcher.validate_tokens([int(t)]) == 1 for t in candidates):
-        return sampler.pick(logits, candidates), False
+        return sampler.pick(logits, candidates, draft), False
     assert cache is not None
     masked = cache.masked(matcher, logits)
-    return sampler.pick(masked, sampler.candidates(masked)), True
+    return sampler.pick(masked, sampler.candidates(masked), draft), True
+
+
+def allowed_prefix(matcher: Any, tokens: list[int]) -> int:
+    """How many of `tokens` the grammar allows in a row from the matcher's state, without consuming them.
+
+    llguidance answers for the whole list; llama.cpp's grammar sampler (engine llama.cpp-check) can only judge the
+    next token, so there every token is assumed allowed and the verification of a draft does the checking.
+    """
+    if matcher is None or isinstance(matcher, LlamaGrammarCheck):
+        return len(tokens)
+    return int(matcher.validate_tokens(tokens))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import time
+import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,14 +20,10 @@ import numpy as np
 
 from offline_agent.backends import prefix_cache
 from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback, gbnf_of
-from offline_agent.backends.guided import (
-    GrammarCache,
-    LlamaGrammarCache,
-    SamplingSettings,
-    TokenSampler,
-    next_token,
-)
+from offline_agent.backends.decoding import GuidedDecoder
+from offline_agent.backends.guided import GrammarCache, LlamaGrammarCache, SamplingSettings, TokenSampler
 from offline_agent.backends.registry import BackendOptions, chat_format_template, env_int
+from offline_agent.backends.speculative import DEFAULT_DRAFT_TOKENS, PromptLookup
 from offline_agent.backends.stream import CompletionStream, common_prefix
 from offline_agent.errors import ConfigError, ContextOverflowError, ModelError
 from offline_agent.steps import Completion
@@ -41,6 +38,11 @@ PROMPT_CHUNK = 64
 
 # KV cache element types by name (a quantized V cache needs flash attention).
 _KV_TYPES = {"f16": "GGML_TYPE_F16", "q8_0": "GGML_TYPE_Q8_0"}
+
+# Speculative decoding: the most draft tokens one evaluation may verify (the option's upper bound).
+MAX_DRAFT_TOKENS = 32
+# Sequences one batched context may decode at once (the option's upper bound).
+MAX_PARALLEL = 64
 
 # llama.cpp's own sampling defaults; temperature 0 is greedy and ignores them.
 _TOP_K = 40
@@ -60,7 +62,13 @@ def _import_llama_cpp() -> Any:
 
 
 class LlamaCppBackend:
-    """A GGUF model in llama.cpp, one completion at a time."""
+    """A GGUF model in llama.cpp: one completion at a time, or (`parallel` > 1) one per thread, batched.
+
+    `draft_tokens` > 0 turns on speculative decoding with drafts looked up in the prompt (backends/speculative.py):
+    the text is the same as without it (greedy) or drawn from the same distribution (sampling).
+    `parallel` > 1: complete() may be called from up to that many threads at once; their sequences are decoded
+    together in one llama.cpp context (backends/batched.py).
+    """
 
     name = "llamacpp"
 
@@ -84,7 +92,18 @@ class LlamaCppBackend:
         kv_type: str = "f16",
         use_mmap: bool = True,
         use_mlock: bool = False,
+        draft_tokens: int = 0,
+        parallel: int = 1,
     ) -> None:
+        if not 0 <= draft_tokens <= MAX_DRAFT_TOKENS:
+            raise ConfigError(f"--draft-tokens must be between 0 and {MAX_DRAFT_TOKENS}, not {draft_tokens}")
+        if not 1 <= parallel <= MAX_PARALLEL:
+            raise ConfigError(f"--parallel must be between 1 and {MAX_PARALLEL}, not {parallel}")
+        if parallel > 1 and grammar_engine == "llama.cpp":
+            raise ConfigError(
+                "the llama.cpp grammar engine (grammar=) decodes one sequence at a time; --parallel needs "
+                "llguidance or llama.cpp-check"
+            )
         if kv_type not in _KV_TYPES:
             raise ConfigError(f"unknown KV cache type {kv_type!r}; choose from {sorted(_KV_TYPES)}")
         if grammar_engine not in GRAMMAR_ENGINES:
@@ -115,6 +134,9 @@ class LlamaCppBackend:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
         self._llama_cpp = llama_cpp
         self._cache_settings = (n_batch, n_ubatch, flash_attn, kv_type)
+        self.n_batch = n_batch
+        self.n_ubatch = n_ubatch
+        self.flash_attn = flash_attn
         self.path = path
         self.model_name = model_name or path.stem
         self.sha256 = sha256
@@ -129,7 +151,18 @@ class LlamaCppBackend:
         self._grammars: dict[str, Any] = {}
         self.grammar_engine = grammar_engine
         self.jump_forward = jump_forward
+        self.draft_tokens = draft_tokens
+        self.parallel = parallel
         self._guide: GrammarCache | LlamaGrammarCache | None = None
+        self._guide_lock = threading.Lock()  # grammars are compiled and copied from several threads when batched
+        self._draft_batch: Any = None  # a llama_batch for evaluations that need logits at several positions
+        self._batch_start = 0
+        self._row_index: int | None = None
+        self._batched: Any = None
+        if parallel > 1:
+            from offline_agent.backends.batched import BatchedScheduler
+
+            self._batched = BatchedScheduler(self, parallel)
 
     def warm(self, prefix: str) -> None:
         """Make llama.cpp's cache hold `prefix` (the part of the prompt every question shares).
@@ -141,19 +174,32 @@ class LlamaCppBackend:
         llm = self.llm
         if len(tokens) < prefix_cache.MIN_TOKENS or len(tokens) >= self.context_size:
             return
+        if self._batched is not None:
+            self._batched.warm(tokens)
+            return
         if common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens) >= len(tokens):
             return
-        path = prefix_cache.cache_folder() / prefix_cache.state_key(self._identity, tokens)
-        state = prefix_cache.read_state(path, tokens)
+        state = self.saved_prefix(tokens)
         if state is not None and self._restore(tokens, state):
             return
         llm.reset()
         llm.eval(tokens)
-        size = self._llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
+        self.save_prefix(tokens, llm._ctx.ctx, 0)
+
+    def saved_prefix(self, tokens: list[int]) -> bytes | None:
+        """The cache of `tokens` saved by an earlier process (backends/prefix_cache.py), or None."""
+        return prefix_cache.read_state(self._prefix_path(tokens), tokens)
+
+    def save_prefix(self, tokens: list[int], ctx: Any, seq_id: int) -> None:
+        """Save the cache of sequence `seq_id` of context `ctx`, which holds exactly `tokens`, for later processes."""
+        size = self._llama_cpp.llama_state_seq_get_size(ctx, seq_id)
         buffer = (ctypes.c_uint8 * size)()
-        written = self._llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buffer, size, 0)
+        written = self._llama_cpp.llama_state_seq_get_data(ctx, buffer, size, seq_id)
         if written:
-            prefix_cache.write_state(path, tokens, bytes(buffer)[:written])
+            prefix_cache.write_state(self._prefix_path(tokens), tokens, bytes(buffer)[:written])
+
+    def _prefix_path(self, tokens: list[int]) -> Path:
+        return prefix_cache.cache_folder() / prefix_cache.state_key(self._identity, tokens)
 
     def _restore(self, tokens: list[int], state: bytes) -> bool:
         """Load a saved sequence cache for `tokens`; False (and an empty cache) when llama.cpp refuses it."""
@@ -198,6 +244,8 @@ class LlamaCppBackend:
             jump_forward=options.jump_forward if options.jump_forward is not None else True,
             threads=options.threads or env_int("OFFLINE_AGENT_THREADS", 0) or None,
             verbose=bool(options.verbose),
+            draft_tokens=DEFAULT_DRAFT_TOKENS if options.draft_tokens is None else options.draft_tokens,
+            parallel=options.parallel or 1,
         )
 
     def _token_text(self, token: int) -> str | None:
@@ -209,7 +257,10 @@ class LlamaCppBackend:
     def capabilities(self) -> BackendCapabilities:
         # llama-cpp-python's grammar= sampler (the reference engine) does not say where it overruled the model.
         return BackendCapabilities(
-            supports_grammar=True, reuses_prefix_cache=True, reports_rejections=self.grammar_engine != "llama.cpp"
+            supports_grammar=True,
+            reuses_prefix_cache=True,
+            reports_rejections=self.grammar_engine != "llama.cpp",
+            concurrent_requests=self._batched is not None,
         )
 
     def tokenize(self, text: str, *, prompt: bool = False) -> list[int]:
@@ -259,8 +310,10 @@ class LlamaCppBackend:
         try:
             if grammar is not None and self.grammar_engine == "llama.cpp":
                 cached = self._run_llama_grammar(tokens, gbnf_of(grammar), sampling, seed, stream)
+            elif self._batched is not None:
+                cached = self._batched.run(tokens, self.decoder(tokens, grammar, sampling, seed, stream))
             else:
-                cached = self._run_guided(tokens, grammar, sampling, seed, stream)
+                cached = self._run_guided(tokens, self.decoder(tokens, grammar, sampling, seed, stream))
         except (RuntimeError, ValueError) as exc:
             raise ModelError(f"llama.cpp failed while generating: {exc}") from exc
         return stream.completion(len(tokens), cached)
@@ -268,69 +321,130 @@ class LlamaCppBackend:
     def _decode(self, tokens: list[int], final: bool) -> str:
         return self.llm.detokenize(tokens).decode("utf-8", errors="replace" if final else "ignore")
 
-    def _reuse_prefix(self, tokens: list[int]) -> int:
-        """How many leading prompt tokens are already in llama.cpp's cache (at least one is always re-evaluated,
-        so the logits are fresh)."""
-        cached = common_prefix(self.llm.input_ids.tolist(), tokens)
-        return min(cached, len(tokens) - 1)
-
-    def _run_guided(
+    def decoder(
         self,
         tokens: list[int],
         grammar: str | DecoderGrammar | None,
         sampling: SamplingSettings,
         seed: int | None,
         stream: CompletionStream,
-    ) -> int:
-        """The fast path: llguidance checks sampled tokens, masks only on rejection, and jumps forward."""
-        llm = self.llm
+    ) -> GuidedDecoder:
+        """The decoding of one completion after the prompt `tokens` (grammar, sampler, jump-forward, drafts)."""
         matcher = None
         if grammar is not None:
-            if self._guide is None:
-                check = self.grammar_engine == "llama.cpp-check"
-                self._guide = LlamaGrammarCache(llm, self._llama_cpp) if check else GrammarCache.from_llama(llm)
-            matcher = self._guide.matcher(grammar)
-            stream.compile_s = getattr(self._guide, "last_compile_s", 0.0)
-        sampler = TokenSampler(sampling, seed)
+            with self._guide_lock:
+                if self._guide is None:
+                    check = self.grammar_engine == "llama.cpp-check"
+                    self._guide = (
+                        LlamaGrammarCache(self.llm, self._llama_cpp) if check else GrammarCache.from_llama(self.llm)
+                    )
+                matcher = self._guide.matcher(grammar)
+                stream.compile_s = getattr(self._guide, "last_compile_s", 0.0)
+        return GuidedDecoder(
+            stream,
+            TokenSampler(sampling, seed),
+            matcher,
+            self._guide,
+            is_end=self._is_end_of_generation,
+            jump_forward=self.jump_forward,
+            drafter=PromptLookup(tokens) if self.draft_tokens else None,
+            draft_tokens=self.draft_tokens,
+        )
+
+    def _reuse_prefix(self, tokens: list[int]) -> int:
+        """How many leading prompt tokens are already in llama.cpp's cache (at least one is always re-evaluated,
+        so the logits are fresh). Only the first n_tokens of input_ids are in the cache: the ids past them are
+        left over from longer evaluations (cut back, or rejected drafts) and may match the prompt by chance."""
+        llm = self.llm
+        cached = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+        return min(cached, len(tokens) - 1)
+
+    def _run_guided(self, tokens: list[int], decoder: GuidedDecoder) -> int:
+        """The fast path: llguidance checks sampled tokens, masks only on rejection, and jumps forward; with
+        draft_tokens, drafts from the prompt are verified in the same evaluation as the token before them."""
+        llm = self.llm
         cached = self._reuse_prefix(tokens)
-        llm.n_tokens = cached  # eval() drops the cache past this point before decoding the rest
+        llm.n_tokens = cached  # the evaluation drops the cache past this point before decoding the rest
+        decoder.start(tokens[cached:])
+        batch, committed = decoder.next_batch()
         try:
-            evaluated = self._eval_prompt(tokens, cached, stream)
+            evaluated = self._evaluate_first(batch, committed, decoder.stream)
         except RuntimeError:
             # Seen once in a long test session: llama_decode refused the batch (-1) after the cache was cut back.
             # Evaluating the whole prompt into an emptied cache recovers; only a second failure is an error.
             llm.reset()
             cached = 0
-            evaluated = self._eval_prompt(tokens, 0, stream)
+            decoder.start(tokens)
+            self._evaluate(tokens + decoder.draft, len(tokens))
+            evaluated = True
         if not evaluated:
             return cached
-        stream.prompt_done()
-        get_logits = self._llama_cpp.llama_get_logits_ith
-        n_vocab = llm.n_vocab()
+        decoder.stream.prompt_done()
         while True:
-            logits = np.ctypeslib.as_array(get_logits(llm._ctx.ctx, -1), shape=(n_vocab,))
-            checked = time.perf_counter()
-            token, masked = next_token(sampler, logits, matcher, self._guide)
-            if masked:
-                stream.reject(int(np.argmax(logits)), matcher)
-            if self._is_end_of_generation(token):
-                stream.grammar_time(checked)
-                stream.finish("stop")
+            self._keep(decoder.take(self._logits_row))
+            if decoder.done:
                 return cached
-            new = [token]
-            if matcher is not None:
-                matcher.consume_token(token)
-                if self.jump_forward and not matcher.is_stopped():
-                    forced = matcher.compute_ff_tokens()
-                    if forced and matcher.consume_tokens(forced):
-                        new += forced
-                stream.grammar_time(checked, masked=masked, forced=len(new) - 1)
-            if not stream.add(new):
-                return cached
-            if matcher is not None and matcher.is_stopped():
-                stream.finish("stop")  # the grammar is complete: no need to ask for the end-of-text token
-                return cached
-            llm.eval(new)
+            self._evaluate(*decoder.next_batch())
+
+    def _evaluate_first(self, batch: list[int], committed: int, stream: CompletionStream) -> bool:
+        """The first evaluation of a completion: the prompt in chunks of PROMPT_CHUNK, looking at the deadline
+        before each (False, finish reason "interrupted", when it passed), the chunk holding the last committed token
+        (and the draft) through `_evaluate`. The chunks are those `_eval_prompt` makes, so drafting changes nothing
+        before the last chunk."""
+        start = self.llm.n_tokens
+        head = (committed - 1) // PROMPT_CHUNK * PROMPT_CHUNK
+        if not self._eval_prompt(batch[:head], 0, stream):
+            return False
+        if stream.expired():
+            stream.finish("interrupted")
+            return False
+        self._evaluate(batch[head:], committed - head)
+        self._batch_start = start  # the decoder counts kept tokens from the start of its whole batch
+        return True
+
+    def _evaluate(self, batch: list[int], committed: int) -> None:
+        """Evaluate `batch` after the cached tokens, with logits from its last committed token on.
+
+        Without a draft, llama-cpp-python's own eval (logits of the last token). With one, the committed tokens
+        but the last go through eval (chunked by n_batch, logits unused), and the last with the draft through one
+        llama_batch that asks for logits at every position.
+        """
+        llm = self.llm
+        self._batch_start = llm.n_tokens
+        if committed == len(batch):
+            llm.eval(batch)
+            self._row_index = None
+            return
+        lib = self._llama_cpp
+        if committed > 1:
+            llm.eval(batch[: committed - 1])
+        lib.llama_memory_seq_rm(lib.llama_get_memory(llm._ctx.ctx), 0, llm.n_tokens, -1)
+        tail = batch[committed - 1 :]
+        if self._draft_batch is None:
+            self._draft_batch = lib.llama_batch_init(self.n_batch, 0, 1)
+            weakref.finalize(self, lib.llama_batch_free, self._draft_batch)
+        fill_batch(self._draft_batch, [(token, llm.n_tokens + i, 0, True) for i, token in enumerate(tail)])
+        code = lib.llama_decode(llm._ctx.ctx, self._draft_batch)
+        if code != 0:
+            raise RuntimeError(f"llama_decode returned {code}")
+        llm.input_ids[llm.n_tokens : llm.n_tokens + len(tail)] = tail
+        llm.n_tokens += len(tail)
+        self._row_index = 0
+
+    def _logits_row(self, j: int) -> np.ndarray:
+        """The logits after the last committed token of the last batch and `j` draft tokens."""
+        index = -1 if self._row_index is None else self._row_index + j
+        row = self._llama_cpp.llama_get_logits_ith(self.llm._ctx.ctx, index)
+        return np.ctypeslib.as_array(row, shape=(self.llm.n_vocab(),))
+
+    def _keep(self, kept: int) -> None:
+        """Keep the first `kept` tokens of the last batch in the cache; drop the rest (rejected draft tokens)."""
+        llm = self.llm
+        end = self._batch_start + kept
+        if end < llm.n_tokens:
+            lib = self._llama_cpp
+            lib.llama_memory_seq_rm(lib.llama_get_memory(llm._ctx.ctx), 0, end, -1)
+            llm.n_tokens = end
 
     def _run_llama_grammar(
         self, tokens: list[int], grammar: str, sampling: SamplingSettings, seed: int | None, stream: CompletionStream
@@ -371,6 +485,17 @@ class LlamaCppBackend:
             self.llm.eval(tokens[lo : lo + PROMPT_CHUNK])
         return True
 
+    def cancel(self) -> None:
+        """End the completions other threads are waiting for (batched decoding) and refuse new ones until
+        `resume`: an interrupted `eval --parallel` stops at once. One sequence at a time: nothing to do."""
+        if self._batched is not None:
+            self._batched.cancel()
+
+    def resume(self) -> None:
+        """Take completions again after `cancel`."""
+        if self._batched is not None:
+            self._batched.resume()
+
     def _is_end_of_generation(self, token: int) -> bool:
         vocab = self.llm._model.vocab
         return bool(self._llama_cpp.llama_vocab_is_eog(vocab, token))
@@ -386,4 +511,17 @@ class LlamaCppBackend:
             "backend": self.name,
             "grammar_engine": self.grammar_engine,
             "jump_forward": self.jump_forward,
+            "draft_tokens": self.draft_tokens if self.grammar_engine != "llama.cpp" else 0,
+            "parallel": self.parallel,
         }
+
+
+def fill_batch(batch: Any, entries: Sequence[tuple[int, int, int, bool]]) -> None:
+    """Fill a llama_batch with (token, position, sequence id, wants logits) entries."""
+    batch.n_tokens = len(entries)
+    for i, (token, position, seq_id, logits) in enumerate(entries):
+        batch.token[i] = token
+        batch.pos[i] = position
+        batch.n_seq_id[i] = 1
+        batch.seq_id[i][0] = seq_id
+        batch.logits[i] = logits

@@ -33,6 +33,8 @@ OPTION_FLAGS: dict[str, str] = {
     "threads": "--threads",
     "grammar_engine": "--grammar-engine",
     "jump_forward": "--no-jump-forward",
+    "draft_tokens": "--draft-tokens",
+    "parallel": "--parallel",
     "verbose": "--verbose",
     "device": "--device",
     "server_url": "--server-url",
@@ -53,6 +55,8 @@ class BackendOptions:
     threads: int | None = None
     grammar_engine: str | None = None
     jump_forward: bool | None = None
+    draft_tokens: int | None = None  # speculative decoding: most draft tokens per evaluation (0: off)
+    parallel: int | None = None  # sequences decoded together in one context, for as many threads (eval)
     verbose: bool | None = None
     device: str | None = None
     server_url: str | None = None
@@ -73,7 +77,7 @@ class BackendEntry:
     target: str  # "module:Class"; the class has a from_options(BackendOptions) class method
     options: tuple[str, ...]
     summary: str
-    # It runs the model inside this process, one completion at a time (eval --concurrency needs a server).
+    # It runs the model inside this process (one completion at a time unless the backend batches, --parallel).
     in_process: bool = True
     install_hint: str = ""
 
@@ -93,7 +97,16 @@ BACKENDS: dict[str, BackendEntry] = {
     "llamacpp": BackendEntry(
         name="llamacpp",
         target="offline_agent.backends.llamacpp:LlamaCppBackend",
-        options=(*_COMMON, "gpu_layers", "threads", "grammar_engine", "jump_forward", "verbose"),
+        options=(
+            *_COMMON,
+            "gpu_layers",
+            "threads",
+            "grammar_engine",
+            "jump_forward",
+            "draft_tokens",
+            "parallel",
+            "verbose",
+        ),
         summary="a GGUF model in llama.cpp (llama-cpp-python), in this process",
         install_hint="pip install llama-cpp-python==0.3.36",
     ),

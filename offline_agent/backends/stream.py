@@ -46,6 +46,8 @@ class CompletionStream:
         self.compile_s = 0.0  # compiling a grammar the backend had not seen (set by the backend)
         self.masked = 0
         self.forced = 0
+        self.drafted = 0  # speculative decoding: draft tokens evaluated
+        self.accepted = 0  # ... and those of them that became part of the text
         self.rejections: list[tuple[int, str]] = []
 
     def prompt_done(self) -> None:
@@ -106,6 +108,8 @@ class CompletionStream:
             tokens=list(self.tokens),
             masked_tokens=self.masked,
             forced_tokens=self.forced,
+            drafted_tokens=self.drafted,
+            accepted_tokens=self.accepted,
             rejections=list(self.rejections),
         )
 

@@ -170,6 +170,14 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     "dataset's order and the answers are those of --concurrency 1.",
 )
 @click.option(
+    "--parallel",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="llamacpp: decode N questions at once in one llama.cpp context (N sequences; a finished question's "
+    "sequence is taken by the next). results.jsonl keeps the dataset's order and, at temperature 0, the answers "
+    "are those of --parallel 1 [default: 1].",
+)
+@click.option(
     "--out",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),

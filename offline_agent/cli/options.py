@@ -298,6 +298,14 @@ def backend_options() -> Decorator:
                 help="llamacpp, transformers: sample every token, even those the grammar forces.",
             ),
             click.option(
+                "--draft-tokens",
+                type=click.IntRange(0, 32),
+                default=None,
+                help="llamacpp: speculative decoding: guess up to N tokens ahead by copying from the prompt (what "
+                "follows the last few tokens where they occurred before) and check them in one evaluation; the "
+                "text is the same as without it. 0 turns it off [default: 0].",
+            ),
+            click.option(
                 "--device",
                 type=click.Choice(["cpu", "cuda"]),
                 default=None,
@@ -344,6 +352,8 @@ _PARAMETERS = {
     "threads": "threads",
     "grammar_engine": "grammar_engine",
     "jump_forward": "no_jump_forward",
+    "draft_tokens": "draft_tokens",
+    "parallel": "parallel",  # eval only
     "verbose": "verbose",
     "device": "device",
     "server_url": "server_url",

@@ -5,11 +5,13 @@ dataset, the setting and its corpus, the run folder and its configuration), buil
 backend registry (`backends.build_backend`) unless one is handed in (tests pass a ScriptedBackend). `EvalRun.run`
 then answers the questions not yet in results.jsonl, appending one line per question in dataset order.
 
-With `concurrency` N > 1 (a server backend that batches), N questions are in flight at once on worker threads;
-their result lines are still written in dataset order (a finished question waits for the ones before it), so
-the file looks exactly as a sequential run would leave it, and a resume skips what was written. Each question's
-run depends only on the question, the configuration and the seed, so the answers are the same as with N = 1.
-In-process backends (llamacpp, transformers) run one completion at a time and refuse N > 1.
+With `concurrency` N > 1 (a server backend that batches) or llamacpp's `--parallel N` (N sequences decoded
+together in one llama.cpp context, backends/batched.py), N questions are in flight at once on worker threads, and
+a finished question's thread takes the next question at once; their result lines are still written in dataset
+order (a finished question waits for the ones before it), so the file looks exactly as a sequential run would
+leave it, and a resume skips what was written. Each question's run depends only on the question, the
+configuration and the seed, so the answers are the same as with N = 1 (at temperature 0; sampling draws from the
+same distribution). Other in-process backends run one completion at a time and refuse N > 1.
 
 A model that fails mid-run (ModelError) or an interrupt stops the run between questions: what was written
 stays, summary.json is brought up to date, and the same command resumes.
@@ -22,7 +24,7 @@ import hashlib
 import re
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -78,12 +80,23 @@ class EvalOptions:
     backend: str = "llamacpp"
     # The backend's own settings (gpu_layers, threads, server_url, ...); model, context_size and seed are above.
     backend_options: BackendOptions = field(default_factory=BackendOptions)
-    concurrency: int = 1  # questions in flight at once (a server backend only)
+    concurrency: int = 1  # questions in flight at once (a server backend, or llamacpp with --parallel)
 
     def __post_init__(self) -> None:
         self.backend = canonical_backend_name(self.backend)
         if self.concurrency < 1:
             raise ConfigError("--concurrency must be at least 1")
+        parallel = self.backend_options.parallel or 1
+        if parallel > 1 and self.concurrency not in (1, parallel):
+            raise ConfigError(
+                f"--concurrency {self.concurrency} with --parallel {parallel}: the backend decodes {parallel} "
+                "questions at once; leave --concurrency out"
+            )
+
+    @property
+    def in_flight(self) -> int:
+        """Questions answered at once: --concurrency, or as many as the backend's --parallel sequences."""
+        return max(self.concurrency, self.backend_options.parallel or 1)
         self.dataset = Path(self.dataset)
         self.pool = None if self.pool is None else Path(self.pool)
         self.out = None if self.out is None else Path(self.out)
@@ -179,7 +192,9 @@ class EvalRun:
     def run(self, callbacks: EvalCallbacks | None = None) -> dict[str, Any]:
         """Answer the pending questions, appending each result; return the summary of the whole folder."""
         callbacks = callbacks or EvalCallbacks()
-        pool = ThreadPoolExecutor(self.options.concurrency) if self.options.concurrency > 1 else None
+        in_flight = self.options.in_flight
+        pool = ThreadPoolExecutor(in_flight, thread_name_prefix="eval-question") if in_flight > 1 else None
+        stopped = True
         try:
             if pool is None:
                 for record in self.pending:
@@ -188,6 +203,7 @@ class EvalRun:
                     self._record(self.answer(record), callbacks)
             else:
                 self._run_concurrently(pool, callbacks)
+            stopped = False
             return self.write_summary()
         except ModelError as exc:
             self._write_summary_quietly()
@@ -200,9 +216,24 @@ class EvalRun:
             raise
         finally:
             if pool is not None:
-                # Questions not started are dropped; those in flight finish (each request has a timeout).
-                pool.shutdown(wait=False, cancel_futures=True)
+                self._stop_pool(pool, stopped)
             self.folder.unlock()
+
+    def _stop_pool(self, pool: ThreadPoolExecutor, stopped: bool) -> None:
+        """Questions not started are dropped. After an error or an interrupt, a backend that can (llamacpp with
+        --parallel) ends the completions in flight at once and is waited for; a server's requests finish on
+        their own (each has a timeout)."""
+        cancel = getattr(self.backend, "cancel", None) if stopped else None
+        if cancel is None:
+            pool.shutdown(wait=False, cancel_futures=True)
+            return
+        cancel()
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            resume = getattr(self.backend, "resume", None)
+            if resume is not None:
+                resume()
 
     def answer(self, record: QARecord) -> dict[str, Any]:
         """Run the agent on one question (fresh tools and state) and return its result row."""
@@ -229,8 +260,10 @@ class EvalRun:
             callbacks.on_result(row, self.rows)
 
     def _run_concurrently(self, pool: ThreadPoolExecutor, callbacks: EvalCallbacks) -> None:
-        """Keep `concurrency` questions in flight; write each result once all the questions before it are written."""
-        waiting: deque[Future[dict[str, Any]]] = deque()
+        """Keep `in_flight` questions running, starting the next as soon as any finishes; write each result once
+        all the questions before it are written. A question that failed stops the run at once."""
+        running: set[Future[dict[str, Any]]] = set()
+        ordered: deque[Future[dict[str, Any]]] = deque()
         records = iter(self.pending)
 
         def submit_next() -> None:
@@ -238,14 +271,21 @@ class EvalRun:
             if record is not None:
                 if callbacks.on_question:
                     callbacks.on_question(record)
-                waiting.append(pool.submit(self.answer, record))
+                future = pool.submit(self.answer, record)
+                running.add(future)
+                ordered.append(future)
 
-        for _ in range(self.options.concurrency):
+        for _ in range(self.options.in_flight):
             submit_next()
-        while waiting:
-            row = waiting.popleft().result()  # in dataset order; the others keep running meanwhile
-            submit_next()
-            self._record(row, callbacks)
+        while ordered:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                running.discard(future)
+                if future.exception() is not None:
+                    raise future.exception()  # type: ignore[misc]
+                submit_next()
+            while ordered and ordered[0].done():
+                self._record(ordered.popleft().result(), callbacks)
 
     def _done_count(self) -> int:
         return len(self.selected) - len(self.pending)
@@ -306,7 +346,7 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
             from offline_agent.backends.registry import build_backend
 
             backend = build_backend(options.backend, options.all_backend_options())
-        _check_concurrency(options, not backend.capabilities.concurrent_requests, backend.name)
+        _check_concurrency(options, not backend.capabilities.concurrent_requests, backend.name, options.in_flight)
         described = backend.describe()
         where = described.get("path") or described.get("url")
         say(f"model: {described.get('name')} ({where}; backend {backend.name})")
@@ -331,12 +371,14 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
     )
 
 
-def _check_concurrency(options: EvalOptions, one_at_a_time: bool, name: str) -> None:
-    if options.concurrency > 1 and one_at_a_time:
+def _check_concurrency(options: EvalOptions, one_at_a_time: bool, name: str, in_flight: int | None = None) -> None:
+    wanted = in_flight or options.concurrency
+    if wanted > 1 and one_at_a_time:
+        flag = "--concurrency" if options.concurrency > 1 else "--parallel"
         raise ConfigError(
-            f"--concurrency {options.concurrency} needs a backend that takes several requests at once; backend "
+            f"{flag} {wanted} needs a backend that takes several requests at once; backend "
             f"{name!r} runs the model in this process, one completion at a time (use --backend http with a "
-            "server that batches, or --concurrency 1)"
+            "server that batches, llamacpp with --parallel, or --concurrency 1)"
         )
 
 
