@@ -311,14 +311,8 @@ class BM25Index:
             tid = self._term_id(term)
             if tid >= 0:
                 counts[tid] = counts.get(tid, 0) + 1
-        term_ids = sorted(counts)
-        mult = [counts[t] for t in term_ids]
-        return self._searcher.top_k(
-            np.asarray(term_ids, dtype=np.int64),
-            np.asarray(mult, dtype=np.int64),
-            int(k),
-            max(mult, default=1) > 1,
-        )
+        terms = sorted(counts)
+        return self._searcher.top_k(terms, [counts[t] for t in terms], int(k))
 
     def _term_id(self, term: str) -> int:
         tid = self._term_cache.get(term)

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from offline_agent.retrieval.kernel import KERNEL
 from offline_agent.retrieval.passages import StringColumn
 from offline_agent.retrieval.scoring import BM25Params
 
 _WEIGHT_CHUNK = 1 << 20
 _PRUNE_FROM = 20_000  # postings; below this, scoring everything is as fast as pruning
 IMPACT_TOP = 4096  # best passages kept apart for each frequent term
+_KERNEL_MAX_K = 10_000  # beyond, a heap of k hits costs more than numpy's sort (get_scores asks for every row)
 
 
 @dataclass
@@ -217,30 +219,85 @@ class Searcher:
         self.postings = postings
         self.n_rows = n_rows
         self.params = params
-        self._offsets = memoryview(np.ascontiguousarray(postings.offsets, dtype=np.int64)).cast("B").cast("q")
+        offsets = np.ascontiguousarray(postings.offsets, dtype=np.int64)
+        self._offsets = memoryview(offsets).cast("B").cast("q")
         self._local = threading.local()
+        # The kernel reads the arrays through the buffer protocol: it needs them contiguous in these dtypes.
+        self._kernel = None
+        if KERNEL is not None:
+            big = (postings.docs, np.int32), (postings.weights, np.float32)
+            if all(a.dtype == t and a.flags.c_contiguous for a, t in big):
+                self._kernel = KERNEL
+                self._kernel_args = (
+                    postings.docs,
+                    postings.weights,
+                    offsets,
+                    np.ascontiguousarray(postings.impact_offsets, dtype=np.int64),
+                    np.ascontiguousarray(postings.impact_docs, dtype=np.int32),
+                    np.ascontiguousarray(postings.impact_weights, dtype=np.float32),
+                    np.ascontiguousarray(postings.term_tail, dtype=np.float32),
+                )
+        # Pruning needs weights >= 0: true of every term whose idf is (BM25+ also needs delta >= 0).
+        self._idf = memoryview(np.ascontiguousarray(postings.idf, dtype=np.float64)).cast("B").cast("d")
+        self._signed = params.variant == "plus" and params.delta < 0
+        self._how = 0  # the kernel chooses how to search (tests force each way)
 
     def _scratch(self) -> np.ndarray:
+        """This thread's float64 array, one zero per row (every path leaves it zeroed)."""
         acc = getattr(self._local, "acc", None)
         if acc is None or len(acc) != self.n_rows:
             acc = np.zeros(self.n_rows, dtype=np.float64)
             self._local.acc = acc
         return acc
 
-    def top_k(
-        self, term_ids: np.ndarray, counts: np.ndarray, k: int, repeated: bool = True
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Ids (int64) and float32 scores of the best `k` hits for unique ascending `term_ids`.
+    def _marks(self) -> np.ndarray:
+        """This thread's uint8 array, one zero per row (the kernel's record of touched rows)."""
+        mark = getattr(self._local, "mark", None)
+        if mark is None or len(mark) != self.n_rows:
+            mark = np.zeros(self.n_rows, dtype=np.uint8)
+            self._local.mark = mark
+        return mark
 
-        A term asked `c` times counts `c` times, as in rank-bm25 (which loops over the query's tokens);
-        `repeated=False` promises that every count is 1.
+    def top_k(self, terms: list[int], mults: list[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Ids (int64) and float32 scores of the best `k` hits for unique ascending term ids `terms`.
+
+        A term asked `c` times (`mults`) counts `c` times, as in rank-bm25 (which loops over the query's tokens).
+        The compiled kernel answers when it is there (same hits, scores and order; see kernel.py), numpy
+        otherwise and for very large k or long queries.
         """
-        if k <= 0 or len(term_ids) == 0:
+        if k <= 0 or not terms:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        p, offsets = self.postings, self._offsets
         const = 0.0
         if self.params.variant == "plus":
-            const = self.params.query_constant(np.asarray(p.idf)[term_ids], counts)
+            const = self.params.query_constant(np.asarray(self.postings.idf)[terms], np.asarray(mults))
+        kernel = self._kernel
+        if kernel is not None and k <= _KERNEL_MAX_K and len(terms) <= kernel.MAX_TERMS:
+            ids = np.empty(k, np.int64)
+            scores = np.empty(k, np.float32)
+            idf = self._idf
+            nonneg = not self._signed and all(idf[t] >= 0 for t in terms)
+            n = kernel.top_k(
+                *self._kernel_args,
+                terms,
+                mults,
+                k,
+                const,
+                nonneg,
+                self._how,
+                self._scratch(),
+                self._marks(),
+                ids,
+                scores,
+            )
+            return ids[:n], scores[:n]
+        return self._numpy_top_k(np.asarray(terms, np.int64), np.asarray(mults, np.int64), k, const)
+
+    def _numpy_top_k(
+        self, term_ids: np.ndarray, counts: np.ndarray, k: int, const: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`top_k` in numpy: every posting of the query's terms is scored (or `_pruned` proves a shortcut)."""
+        p, offsets = self.postings, self._offsets
+        repeated = bool(counts.max() > 1)
         spans = [(offsets[t], offsets[t + 1]) for t in term_ids.tolist()]
         if len(spans) > 1 and k <= 1000 and sum(hi - lo for lo, hi in spans) > _PRUNE_FROM:
             pruned = self._pruned(term_ids, counts, spans, k, const)

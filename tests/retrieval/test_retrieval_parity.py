@@ -1,4 +1,5 @@
-"""Scores against the reference: rank-bm25 itself on random corpora (hypothesis), for each variant."""
+"""Scores against the reference: rank-bm25 itself on random corpora (hypothesis), for each variant, searched by
+the compiled kernel (when it is built) and by numpy alone."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi, BM25Plus
 
-from offline_agent.retrieval import Analyzer, BM25Index
+from offline_agent.retrieval import Analyzer, BM25Index, kernel, postings
 
 WORDS = [f"w{i}" for i in range(40)]
 token = st.sampled_from(WORDS)
@@ -17,6 +18,17 @@ corpora = st.lists(st.lists(token, min_size=0, max_size=30), min_size=1, max_siz
 )
 queries = st.lists(st.sampled_from([*WORDS, "unknown", "zzz"]), min_size=1, max_size=8)
 PARITY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module", autouse=True, params=["kernel", "numpy"])
+def search_path(request: pytest.FixtureRequest):
+    """Every test twice: indexes built with the kernel (skipped when it is not built), then with numpy only."""
+    if request.param == "kernel" and kernel.KERNEL is None:
+        pytest.skip("the search kernel is not built: numpy only")
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "numpy":
+            mp.setattr(postings, "KERNEL", None)
+        yield request.param
 
 
 def _close(mine: np.ndarray, ref: np.ndarray) -> None:
@@ -112,13 +124,13 @@ def test_every_code_path_ranks_the_same(variant: str) -> None:
 def test_skipping_frequent_terms_changes_nothing(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The threshold shortcut (candidates from rare terms and the best passages of frequent ones) returns
     exactly what scoring everything does."""
-    from offline_agent.retrieval import postings
 
     rng = np.random.default_rng(11)
     words = np.array([f"w{i}" for i in range(2000)])
     weights = 1.0 / np.arange(1, 2001)
     corpus = [list(rng.choice(words, size=rng.integers(5, 60), p=weights / weights.sum())) for _ in range(3000)]
     monkeypatch.setattr(postings, "IMPACT_TOP", 64)
+    monkeypatch.setattr(postings, "KERNEL", None)  # the numpy path's shortcut (the kernel: test_retrieval_kernel)
     index = BM25Index.from_tokens(corpus, variant=variant)
     queries = [[words[0], words[1], words[rng.integers(100, 2000)]] for _ in range(40)]
     queries += [[words[rng.integers(0, 3)], words[rng.integers(300, 2000)]] for _ in range(40)]
@@ -151,7 +163,6 @@ def _zipf_corpus(seed: int, n_docs: int) -> tuple[np.ndarray, list[list[str]]]:
 
 
 def test_weights_computed_in_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
-    from offline_agent.retrieval import postings
 
     _, corpus = _zipf_corpus(5, 400)
     whole = BM25Index.from_tokens(corpus)._postings.weights
@@ -162,9 +173,9 @@ def test_weights_computed_in_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPat
 
 def test_top_k_from_the_per_passage_sums_equals_the_postings_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Queries of frequent words (postings over a quarter of the corpus) take their top k from the dense sums."""
-    from offline_agent.retrieval import postings
 
     words, corpus = _zipf_corpus(9, 2000)
+    monkeypatch.setattr(postings, "KERNEL", None)  # a numpy path
     index = BM25Index.from_tokens(corpus)
     rng = np.random.default_rng(3)
     queries = [list(rng.choice(words[:30], size=rng.integers(2, 9))) for _ in range(60)]

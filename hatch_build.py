@@ -1,0 +1,89 @@
+"""Build hook: compiles the optional BM25 search kernel (offline_agent/retrieval/_kernel.c) into the wheel.
+
+The kernel speeds up search; nothing needs it (offline_agent/retrieval/kernel.py falls back to numpy). So a
+failed compile, or a machine without a C compiler or Python's headers, prints a warning and the install goes
+on. An editable install (`pip install -e .`, what scripts/install.sh does) puts the compiled module beside its
+source, where the package is imported from; run the install again after changing the C file (a module built
+from other source is ignored: see kernel.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+SOURCE = Path("offline_agent") / "retrieval" / "_kernel.c"
+
+
+def compile_kernel(root: Path, out_dir: Path) -> Path | None:
+    """Compile the kernel into out_dir; its path, or None (with a warning) when it cannot be built."""
+    src = root / SOURCE
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    out = out_dir / f"_kernel{ext}"
+    ldshared = sysconfig.get_config_var("LDSHARED")
+    include = sysconfig.get_paths().get("include")
+    if not ldshared or not include or not (Path(include) / "Python.h").exists() or sys.platform == "win32":
+        print("offline-agent: no C compiler setup or Python headers; search uses numpy only", file=sys.stderr)
+        return None
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    cmd = [
+        *shlex.split(ldshared),
+        "-O3",
+        "-fPIC",
+        f"-I{include}",
+        f'-DSOURCE_SHA256="{digest}"',
+        str(src),
+        "-o",
+        str(out),
+        "-lm",
+    ]
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"offline-agent: could not compile the search kernel ({exc}); search uses numpy only", file=sys.stderr)
+        return None
+    if result.returncode != 0:
+        print(
+            f"offline-agent: compiling the search kernel failed; search uses numpy only:\n{result.stderr[-2000:]}",
+            file=sys.stderr,
+        )
+        return None
+    return out
+
+
+class KernelBuildHook(BuildHookInterface):
+    """Adds the compiled kernel to the wheel, or beside its source for an editable install."""
+
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        try:
+            self._add_kernel(version, build_data)
+        except Exception as exc:  # noqa: BLE001 - the kernel is optional: nothing here may fail an install
+            print(f"offline-agent: the search kernel was not built ({exc!r}); search uses numpy only", file=sys.stderr)
+
+    def _add_kernel(self, version: str, build_data: dict[str, Any]) -> None:
+        root = Path(self.root)
+        if version == "editable":
+            compile_kernel(root, (root / SOURCE).parent)
+            return
+        self._tmp = tempfile.mkdtemp(prefix="offline-agent-kernel-")
+        built = compile_kernel(root, Path(self._tmp))
+        if built is not None:
+            build_data["force_include"][str(built)] = f"offline_agent/retrieval/{built.name}"
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        tmp = getattr(self, "_tmp", None)
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)

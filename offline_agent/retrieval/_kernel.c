@@ -1,0 +1,591 @@
+/* The compiled part of BM25 search: the top k passages of a query, exactly as the numpy path ranks them.
+
+Why C: a query of frequent words touches millions of postings, and numpy costs a few nanoseconds per posting
+per operation where one loop costs about one; a query on a small corpus is a few hundred postings, where
+numpy's per-call overhead (tens of microseconds) is the whole cost. This module needs nothing beyond CPython
+(arrays come in through the buffer protocol), is compiled when the package is installed (hatch_build.py), and
+is optional: kernel.py loads it if it is there, and search falls back to numpy if it is not.
+
+What it computes is what postings.py's numpy path computes: a passage's score is the float64 sum of its
+weights times the query-term counts, added in ascending term id, plus a constant (BM25+), rounded to float32;
+the top k are ordered by that float32 score descending, then id ascending.
+
+How, two ways, chosen per query by a cost estimate (`search`):
+- Term at a time (`taat`): every posting's weight is added into a scratch array, then the touched passages go
+  through a heap of k. About a nanosecond a posting; the way for queries whose terms are all frequent.
+- Document at a time with MaxScore (Turtle and Flood 1995; `daat`): every query term has an upper bound, its
+  largest weight times its count. Once k hits are kept, the k-th score is a threshold, and the terms whose
+  bounds together stay below it cannot bring a passage into the top k on their own: passages are enumerated
+  from the other ("essential") terms only, and the rest are looked up (galloping search in their sorted
+  blocks) only while the passage can still reach the threshold. A frequent term also keeps its best-weighted
+  passages apart (the impact list, postings.py) and a bound on all its others (its tail), so it is split in
+  two: its best passages, walked on their own once the tail is too small to matter, and the rest, looked up.
+  Before the walk, a threshold is seeded from the impact lists alone (`seed`), so pruning starts at once.
+Passages are visited in ascending id, so a passage that only ties the k-th kept score never displaces it (the
+kept one has the smaller id); a seeded threshold is lowered by a float32 step so that ties with it are kept.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KERNEL_VERSION 1
+#ifndef SOURCE_SHA256 /* set by the build (hatch_build.py): kernel.py ignores a module built from other source */
+#define SOURCE_SHA256 ""
+#endif
+#define MAX_TERMS 64
+#define END INT64_MAX
+
+typedef struct {
+    const int32_t *docs; /* the term's postings: passage ids ascending, and their weights */
+    const float *w;
+    int64_t n;
+    const int32_t *idocs; /* its impact list (its best-weighted postings, ids ascending), or its postings */
+    const float *iw;
+    int64_t in;
+    double mult;  /* how many times the query holds the term */
+    double ub;    /* its largest weight times mult (at least 0) */
+    double rest;  /* the bound of the postings outside the impact list (when it has one) */
+    int has_top;  /* whether it has an impact list */
+} Term;
+
+typedef struct {
+    float score;
+    int32_t id;
+} Hit;
+
+/* a ranks below b: lower score, or the same score and a larger id */
+static inline int below(Hit a, Hit b) { return a.score < b.score || (a.score == b.score && a.id > b.id); }
+
+static void sift_down(Hit *h, int64_t n, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && below(h[l], h[m])) m = l;
+        if (r < n && below(h[r], h[m])) m = r;
+        if (m == i) return;
+        Hit t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void sift_up(Hit *h, int64_t i) {
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (!below(h[i], h[p])) return;
+        Hit t = h[i];
+        h[i] = h[p];
+        h[p] = t;
+        i = p;
+    }
+}
+
+/* Keeps h if it ranks among the best k; returns 1 when the k-th kept hit changed. */
+static inline int offer(Hit *heap, int64_t *kept, int64_t k, Hit h) {
+    if (*kept < k) {
+        heap[*kept] = h;
+        sift_up(heap, *kept);
+        (*kept)++;
+        return *kept == k;
+    }
+    if (!below(heap[0], h)) return 0;
+    heap[0] = h;
+    sift_down(heap, k, 0);
+    return 1;
+}
+
+static int best_first(const void *pa, const void *pb) {
+    Hit a = *(const Hit *)pa, b = *(const Hit *)pb;
+    return below(b, a) ? -1 : (below(a, b) ? 1 : 0);
+}
+
+/* The first position at or after `pos` whose id is >= target. */
+static inline int64_t gallop(const int32_t *a, int64_t pos, int64_t n, int64_t target) {
+    if (pos >= n || a[pos] >= target) return pos;
+    int64_t lo = pos, hi, step = 1;
+    for (;;) {
+        hi = lo + step;
+        if (hi >= n) {
+            hi = n;
+            break;
+        }
+        if (a[hi] >= target) break;
+        lo = hi;
+        step <<= 1;
+    }
+    while (hi - lo > 1) { /* a[lo] < target <= a[hi] (or hi == n) */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] >= target)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
+/* A bound summed in another order than the exact score may round differently: a relative slack far above
+   float64 rounding (64 terms at most) keeps every comparison on the safe side. */
+static inline int may_reach(double bound, double thr) { return bound + fabs(bound) * 1e-9 + 1e-300 >= thr; }
+
+static inline float round_down(double x) {
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -INFINITY) : f;
+}
+
+/* The exact score of passage d (0 terms found: not a hit, returns 0). */
+static int exact_score(const Term *t, int n, double cnst, int32_t d, float *out) {
+    double sum = 0.0;
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t p = gallop(t[i].docs, 0, t[i].n, d);
+        if (p < t[i].n && t[i].docs[p] == d) {
+            sum += (double)t[i].w[p] * t[i].mult;
+            found = 1;
+        }
+    }
+    *out = (float)(sum + cnst);
+    return found;
+}
+
+/* ---- document at a time ---------------------------------------------------------------------------------- */
+
+enum { WHOLE, REST, TOP }; /* a list: a term's postings, those outside its impact list, or its impact list */
+enum { PROBE, WALK, WALK_TOP };
+
+typedef struct {
+    int term, kind;
+    double ub;
+} List;
+
+typedef struct {
+    int mode;
+    int64_t pos;      /* in the term's postings (walked, or looked up) */
+    int64_t top_pos;  /* in its impact list, when that is walked */
+    int64_t seen;     /* the passage whose contribution from this term is known */
+} State;
+
+/* The mode of each term once lists first..m-1 are the essential ones; `cur` is the last passage visited. */
+static void set_modes(const Term *t, State *st, const List *l, int m, int first, int64_t cur) {
+    int walk[MAX_TERMS] = {0};
+    for (int i = first; i < m; i++) walk[l[i].term] |= l[i].kind == TOP ? 1 : 2;
+    for (int i = 0; i < m; i++) {
+        if (l[i].kind == TOP || l[i].kind == WHOLE) {
+            int j = l[i].term;
+            int mode = (walk[j] & 2) ? WALK : (walk[j] & 1) ? WALK_TOP : PROBE;
+            if (mode == WALK_TOP && st[j].mode != WALK_TOP)
+                st[j].top_pos = gallop(t[j].idocs, st[j].top_pos, t[j].in, cur == END ? 0 : cur + 1);
+            st[j].mode = mode;
+        }
+    }
+}
+
+/* Offers every passage that can reach the threshold to the heap; returns how many hits are kept.
+
+   `exact`: scores are the float64 sums in ascending term id, plus cnst, rounded to float32, as the numpy path
+   computes them. Otherwise (the seed pass, whose terms are impact lists) a passage's score is the sum of the
+   weights found, rounded down: a lower bound of its exact score when no weight is negative.
+   `thr0`: passages that cannot reach it are skipped from the start (it must lie below every passage of the
+   true top k). After k hits, the k-th kept score is the threshold: passages come in ascending id, so a later
+   one must score above it, not tie it. */
+static int64_t daat(const Term *t, int n, int64_t k, double cnst, double thr0, int exact, Hit *heap) {
+    List l[2 * MAX_TERMS];
+    double cum[2 * MAX_TERMS];
+    State st[MAX_TERMS];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].has_top) {
+            l[m++] = (List){i, REST, t[i].rest};
+            l[m++] = (List){i, TOP, t[i].ub};
+        } else {
+            l[m++] = (List){i, WHOLE, t[i].ub};
+        }
+        st[i] = (State){PROBE, 0, 0, -1};
+    }
+    for (int i = 1; i < m; i++) { /* ascending bound; a term's rest before its impact list */
+        List x = l[i];
+        int j = i - 1;
+        while (j >= 0 && (l[j].ub > x.ub || (l[j].ub == x.ub && l[j].term == x.term && l[j].kind > x.kind))) {
+            l[j + 1] = l[j];
+            j--;
+        }
+        l[j + 1] = x;
+    }
+    double total = 0.0;
+    for (int i = 0; i < m; i++) cum[i] = (total += l[i].ub);
+
+    int64_t kept = 0;
+    double thr = thr0;
+    int first = 0; /* lists first..m-1 are essential: a passage in none of them cannot reach thr */
+    while (first < m && !may_reach(cum[first] + cnst, thr)) first++;
+    set_modes(t, st, l, m, first, END);
+    double v[MAX_TERMS];
+    int64_t cur = END;
+    for (int i = 0; i < n; i++) {
+        if (st[i].mode == WALK && t[i].n && t[i].docs[0] < cur) cur = t[i].docs[0];
+        if (st[i].mode == WALK_TOP && st[i].top_pos < t[i].in && t[i].idocs[st[i].top_pos] < cur)
+            cur = t[i].idocs[st[i].top_pos];
+    }
+    while (first < m && cur != END) {
+        double s = 0.0;
+        int64_t next = END;
+        uint64_t found = 0; /* bit i: term i holds the passage (v[i] its contribution) */
+        for (int i = 0; i < n; i++) {
+            State *x = &st[i];
+            if (x->mode == WALK) {
+                if (x->pos < t[i].n && t[i].docs[x->pos] == cur) {
+                    v[i] = (double)t[i].w[x->pos] * t[i].mult;
+                    s += v[i];
+                    found |= 1ull << i;
+                    x->pos++;
+                }
+                x->seen = cur;
+                if (x->pos < t[i].n && t[i].docs[x->pos] < next) next = t[i].docs[x->pos];
+            } else if (x->mode == WALK_TOP) {
+                if (x->top_pos < t[i].in && t[i].idocs[x->top_pos] == cur) {
+                    v[i] = (double)t[i].iw[x->top_pos] * t[i].mult;
+                    s += v[i];
+                    found |= 1ull << i;
+                    x->seen = cur;
+                    x->top_pos++;
+                }
+                if (x->top_pos < t[i].in && t[i].idocs[x->top_pos] < next) next = t[i].idocs[x->top_pos];
+            }
+        }
+        int alive = 1;
+        for (int i = first - 1; i >= 0; i--) {
+            int j = l[i].term;
+            State *x = &st[j];
+            if (x->seen == cur) continue; /* known already; its bound still counts in cum: safe */
+            if (!may_reach(s + cum[i] + cnst, thr)) {
+                alive = 0;
+                break;
+            }
+            x->pos = gallop(t[j].docs, x->pos, t[j].n, cur);
+            if (x->pos < t[j].n && t[j].docs[x->pos] == cur) {
+                v[j] = (double)t[j].w[x->pos] * t[j].mult;
+                s += v[j];
+                found |= 1ull << j;
+            }
+            x->seen = cur;
+        }
+        if (alive && found) {
+            Hit h;
+            h.id = (int32_t)cur;
+            if (exact) {
+                double sum = 0.0; /* ascending term id: the order of the numpy path's sums */
+                for (int i = 0; i < n; i++)
+                    if (found & (1ull << i)) sum += v[i];
+                h.score = (float)(sum + cnst);
+            } else {
+                h.score = round_down(s + cnst);
+            }
+            if (offer(heap, &kept, k, h)) {
+                if ((double)heap[0].score > thr) thr = (double)heap[0].score;
+                int was = first;
+                while (first < m && !may_reach(cum[first] + cnst, thr)) first++;
+                if (first != was) {
+                    set_modes(t, st, l, m, first, cur);
+                    next = END; /* the walked lists changed */
+                    for (int i = 0; i < n; i++) {
+                        if (st[i].mode == WALK) {
+                            st[i].pos = gallop(t[i].docs, st[i].pos, t[i].n, cur + 1);
+                            if (st[i].pos < t[i].n && t[i].docs[st[i].pos] < next) next = t[i].docs[st[i].pos];
+                        } else if (st[i].mode == WALK_TOP) {
+                            if (st[i].top_pos < t[i].in && t[i].idocs[st[i].top_pos] < next)
+                                next = t[i].idocs[st[i].top_pos];
+                        }
+                    }
+                }
+            }
+        }
+        cur = next;
+    }
+    return kept;
+}
+
+/* A threshold below the k-th best exact score, from the impact lists: every passage listed there gets the sum
+   of the weights listed for it (a lower bound of its score when no weight is negative), the best `want` of
+   those are scored exactly, and the k-th best exact score, one float32 step down, is the threshold (so that a
+   passage tying it is still visited). -inf when there are fewer than k. */
+static double seed(const Term *t, int n, int64_t k, double cnst, Hit *heap, int64_t want) {
+    Term s[MAX_TERMS];
+    for (int i = 0; i < n; i++) {
+        s[i] = t[i];
+        s[i].docs = t[i].idocs;
+        s[i].w = t[i].iw;
+        s[i].n = t[i].in;
+        s[i].has_top = 0;
+    }
+    int64_t got = daat(s, n, want, cnst, -INFINITY, 0, heap);
+    if (got < k) return -INFINITY;
+    int64_t kept = 0;
+    Hit *best = heap + want; /* the exact scores, in a heap of k after the candidates */
+    for (int64_t i = 0; i < got; i++) {
+        Hit h = {0.0f, heap[i].id};
+        if (exact_score(t, n, cnst, h.id, &h.score)) offer(best, &kept, k, h);
+    }
+    if (kept < k) return -INFINITY;
+    return (double)nextafterf(best[0].score, -INFINITY);
+}
+
+/* ---- term at a time -------------------------------------------------------------------------------------- */
+
+/* Every posting's weight added into acc (ascending term id: the numpy path's order), then the best k of the
+   touched passages. acc and mark (one per row) come in zeroed and are left zeroed. */
+static int64_t taat(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
+                    Hit *heap) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const int32_t *docs = t[i].docs;
+        const float *w = t[i].w;
+        double m = t[i].mult;
+        total += t[i].n;
+        for (int64_t j = 0; j < t[i].n; j++) {
+            uint32_t d = (uint32_t)docs[j];
+            if (d >= (uint64_t)n_rows) continue; /* a corrupt id: never write outside the scratch */
+            acc[d] += (double)w[j] * m;
+            mark[d] = 1;
+        }
+    }
+    int64_t kept = 0;
+    if (total * 4 > n_rows) {
+        for (int64_t d = 0; d < n_rows; d++) {
+            if (!mark[d]) continue;
+            Hit h = {(float)(acc[d] + cnst), (int32_t)d};
+            offer(heap, &kept, k, h);
+            acc[d] = 0.0;
+            mark[d] = 0;
+        }
+    } else {
+        for (int i = 0; i < n; i++) {
+            for (int64_t j = 0; j < t[i].n; j++) {
+                uint32_t d = (uint32_t)t[i].docs[j];
+                if (d >= (uint64_t)n_rows || !mark[d]) continue;
+                Hit h = {(float)(acc[d] + cnst), (int32_t)d};
+                offer(heap, &kept, k, h);
+                acc[d] = 0.0;
+                mark[d] = 0;
+            }
+        }
+    }
+    return kept;
+}
+
+/* ---- choosing ------------------------------------------------------------------------------------------- */
+
+enum { AUTO, DAAT, SEEDED_DAAT, TAAT }; /* how to search: tests force each one */
+
+/* Rough costs per posting, relative: TAAT adds each posting and reads each touched row back; DAAT steps every
+   walked list at each passage it visits; a scratch array beyond the caches makes TAAT's writes misses. */
+#define TAAT_COST 1.0
+#define DAAT_COST 0.5    /* per walked posting and walked list */
+#define CACHED_ROWS 131072 /* rows whose scratch (9 bytes each) stays in a core's cache */
+#define SEED_FROM 20000    /* postings; below, seeding costs more than it saves */
+
+static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int how, double *acc, uint8_t *mark,
+                      int64_t n_rows, Hit *heap, int64_t want) {
+    int64_t total = 0, listed = 0;
+    int tops = 0;
+    for (int i = 0; i < n; i++) {
+        total += t[i].n;
+        listed += t[i].in;
+        tops += t[i].has_top;
+    }
+    if (how == TAAT && acc) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    if (how == DAAT || !nonneg) return daat(t, n, k, cnst, -INFINITY, 1, heap);
+    if (how == SEEDED_DAAT) return daat(t, n, k, cnst, seed(t, n, k, cnst, heap, want), 1, heap);
+    /* AUTO */
+    double taat_cost = acc ? (double)total * TAAT_COST * (n_rows > CACHED_ROWS ? 3.0 : 1.0) : INFINITY;
+    if (total < SEED_FROM || !tops) {
+        double daat_cost = (double)total * DAAT_COST * n;
+        if (taat_cost < daat_cost) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+        return daat(t, n, k, cnst, -INFINITY, 1, heap);
+    }
+    double thr0 = seed(t, n, k, cnst, heap, want);
+    /* What the walk would cover with that threshold: the lists whose bounds reach it, as daat splits them. */
+    List l[2 * MAX_TERMS];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].has_top) {
+            l[m++] = (List){i, REST, t[i].rest};
+            l[m++] = (List){i, TOP, t[i].ub};
+        } else {
+            l[m++] = (List){i, WHOLE, t[i].ub};
+        }
+    }
+    for (int i = 1; i < m; i++) {
+        List x = l[i];
+        int j = i - 1;
+        while (j >= 0 && l[j].ub > x.ub) {
+            l[j + 1] = l[j];
+            j--;
+        }
+        l[j + 1] = x;
+    }
+    double c = 0.0, walked = 0.0;
+    int lists = 0;
+    for (int i = 0; i < m; i++) {
+        c += l[i].ub;
+        if (!may_reach(c + cnst, thr0)) continue;
+        const Term *x = &t[l[i].term];
+        walked += l[i].kind == TOP ? (double)x->in : l[i].kind == REST ? (double)(x->n - x->in) : (double)x->n;
+        lists++;
+    }
+    double daat_cost = (walked + (double)listed) * DAAT_COST * (lists ? lists : 1);
+    if (taat_cost < daat_cost) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    return daat(t, n, k, cnst, thr0, 1, heap);
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *name) {
+    if (PyObject_GetBuffer(obj, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) return -1;
+    if (view->len % itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a whole number of items", name, view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(top_k_doc,
+             "top_k(docs, weights, offsets, impact_offsets, impact_docs, impact_weights, term_tail, terms, mults, k, "
+             "const, nonneg, how, acc, mark, out_ids, out_scores) -> n\n\n"
+             "The best k passages for the query terms `terms` (unique ascending term ids, term i asked mults[i] "
+             "times): writes their ids and float32 scores to out_ids (int64) and out_scores (float32), by score "
+             "descending then id ascending, and returns how many there are. docs (int32), weights (float32) and "
+             "offsets (int64) are the term-major postings; impact_offsets (int64), impact_docs (int32) and "
+             "impact_weights (float32) the best-weighted postings of the frequent terms, term_tail (float32) the "
+             "largest weight of each term outside its impact list. `nonneg` promises that no "
+             "weight of these terms is negative (what pruning from the impact lists needs); `how` is 0 (choose), or "
+             "forces 1 (document at a time), 2 (the same after a threshold from the impact lists) or 3 (term at a "
+             "time). acc (float64) and mark "
+             "(uint8), one per passage row and all zero, are scratch for term-at-a-time scoring (or None); they "
+             "are left zeroed.");
+
+static PyObject *top_k(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *a_docs, *a_w, *a_off, *a_ioff, *a_idocs, *a_iw, *a_tail, *terms, *mults, *a_acc, *a_mark, *a_ids,
+        *a_scores;
+    Py_ssize_t k;
+    double cnst;
+    int nonneg, how;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOndpiOOOO", &a_docs, &a_w, &a_off, &a_ioff, &a_idocs, &a_iw, &a_tail, &terms,
+                          &mults, &k, &cnst, &nonneg, &how, &a_acc, &a_mark, &a_ids, &a_scores))
+        return NULL;
+    if (!PyList_Check(terms) || !PyList_Check(mults) || PyList_GET_SIZE(terms) != PyList_GET_SIZE(mults)) {
+        PyErr_SetString(PyExc_TypeError, "terms and mults must be lists of the same length");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(terms);
+    if (n > MAX_TERMS) {
+        PyErr_Format(PyExc_ValueError, "at most %d terms", MAX_TERMS);
+        return NULL;
+    }
+    int scratch = a_acc != Py_None;
+    Py_buffer b[11];
+    int got = 0;
+    PyObject *result = NULL;
+    Hit *heap = NULL;
+    static const char *names[11] = {"docs",    "weights", "offsets",    "impact_offsets", "impact_docs", "impact_weights",
+                                    "term_tail", "out_ids", "out_scores", "acc",            "mark"};
+    PyObject *objs[11] = {a_docs, a_w, a_off, a_ioff, a_idocs, a_iw, a_tail, a_ids, a_scores, a_acc, a_mark};
+    static const Py_ssize_t sizes[11] = {4, 4, 8, 8, 4, 4, 4, 8, 4, 8, 1};
+    int n_buffers = scratch ? 11 : 9;
+    for (; got < n_buffers; got++)
+        if (get_buffer(objs[got], &b[got], got >= 7, sizes[got], names[got]) < 0) goto done;
+
+    const int32_t *docs = b[0].buf, *idocs = b[4].buf;
+    const float *w = b[1].buf, *iw = b[5].buf, *tail = b[6].buf;
+    const int64_t *off = b[2].buf, *ioff = b[3].buf;
+    int64_t n_post = b[0].len / 4, n_off = b[2].len / 8, n_ioff = b[3].len / 8;
+    int64_t n_imp = b[4].len / 4, n_tail = b[6].len / 4;
+    if (b[1].len / 4 < n_post) n_post = b[1].len / 4;
+    if (b[5].len / 4 < n_imp) n_imp = b[5].len / 4;
+    if (k > b[7].len / 8) k = b[7].len / 8;
+    if (k > b[8].len / 4) k = b[8].len / 4;
+    int64_t n_rows = 0;
+    if (scratch) {
+        n_rows = b[9].len / 8;
+        if (b[10].len != n_rows) {
+            PyErr_SetString(PyExc_ValueError, "acc and mark must have one entry per row");
+            goto done;
+        }
+    }
+    Term t[MAX_TERMS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long id = PyLong_AsLongLong(PyList_GET_ITEM(terms, i));
+        long long m = PyLong_AsLongLong(PyList_GET_ITEM(mults, i));
+        if (PyErr_Occurred()) goto done;
+        if (id < 0 || id + 1 >= n_off || id + 1 >= n_ioff || id >= n_tail) {
+            PyErr_Format(PyExc_ValueError, "term id %lld out of range", id);
+            goto done;
+        }
+        int64_t lo = off[id], hi = off[id + 1], ilo = ioff[id], ihi = ioff[id + 1];
+        if (lo < 0 || hi < lo || hi > n_post || ilo < 0 || ihi < ilo || ihi > n_imp) {
+            PyErr_Format(PyExc_ValueError, "postings of term %lld out of range", id);
+            goto done;
+        }
+        t[i].docs = docs + lo;
+        t[i].w = w + lo;
+        t[i].n = hi - lo;
+        t[i].has_top = ihi > ilo;
+        t[i].idocs = t[i].has_top ? idocs + ilo : t[i].docs;
+        t[i].iw = t[i].has_top ? iw + ilo : t[i].w;
+        t[i].in = t[i].has_top ? ihi - ilo : t[i].n;
+        float top = -INFINITY;
+        for (int64_t j = 0; j < t[i].in; j++)
+            if (t[i].iw[j] > top) top = t[i].iw[j];
+        t[i].mult = (double)m;
+        t[i].ub = t[i].in && (double)top * (double)m > 0 ? (double)top * (double)m : 0.0;
+        double r = (double)tail[id] * (double)m;
+        t[i].rest = r > 0 ? (r < t[i].ub ? r : t[i].ub) : 0.0;
+    }
+    int64_t kept = 0;
+    if (k > 0 && n > 0) {
+        int64_t want = 2 * k + 16; /* candidates the seed scores exactly */
+        heap = PyMem_RawMalloc(sizeof(Hit) * (size_t)(want + k));
+        if (!heap) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS;
+        kept = search(t, (int)n, k, cnst, nonneg, how, scratch ? b[9].buf : NULL, scratch ? b[10].buf : NULL,
+                      n_rows, heap, want);
+        qsort(heap, (size_t)kept, sizeof(Hit), best_first);
+        Py_END_ALLOW_THREADS;
+    }
+    int64_t *out_ids = b[7].buf;
+    float *out_scores = b[8].buf;
+    for (int64_t i = 0; i < kept; i++) {
+        out_ids[i] = heap[i].id;
+        out_scores[i] = heap[i].score;
+    }
+    result = PyLong_FromLongLong(kept);
+done:
+    PyMem_RawFree(heap);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {{"top_k", top_k, METH_VARARGS, top_k_doc}, {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "_kernel",
+    .m_doc = "BM25 top-k search: document at a time with MaxScore pruning, or term at a time.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && (PyModule_AddIntConstant(m, "VERSION", KERNEL_VERSION) < 0 ||
+              PyModule_AddIntConstant(m, "MAX_TERMS", MAX_TERMS) < 0 ||
+              PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
