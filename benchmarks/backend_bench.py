@@ -39,7 +39,7 @@ from offline_agent.runner import open_index
 from offline_agent.tools import build_tools
 
 
-def start_server(model: str, threads: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(model: str, threads: int, gpu_layers: int = 0) -> tuple[subprocess.Popen[bytes], str]:
     """llama-cpp-python's server on a free port of 127.0.0.1 (waits until it answers)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -47,6 +47,7 @@ def start_server(model: str, threads: int) -> tuple[subprocess.Popen[bytes], str
     path = resolve_model(model).path
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1"]
     command += ["--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads), "--interrupt_requests", "False"]
+    command += ["--n_gpu_layers", str(gpu_layers)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(1200):
@@ -120,6 +121,8 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--server-url", default=None)
+    parser.add_argument("--gpu-layers", type=int, default=0, help="llamacpp: layers on the GPU (-1: all)")
+    parser.add_argument("--device", default="cpu", help="transformers: cpu or cuda")
     parser.add_argument("--skip-agent", action="store_true", help="only the speed table")
     args = parser.parse_args()
 
@@ -133,10 +136,11 @@ def main() -> int:
             if name == "http":
                 url = args.server_url
                 if url is None:
-                    server, url = start_server(args.model, args.threads)
+                    server, url = start_server(args.model, args.threads, args.gpu_layers)
                 backend = build_backend("http", server_url=url, model=args.model, timeout=1200)
             else:
-                backend = build_backend(name, model=args.model, threads=args.threads)
+                placement = {"llamacpp": {"gpu_layers": args.gpu_layers}, "transformers": {"device": args.device}}
+                backend = build_backend(name, model=args.model, threads=args.threads, **placement.get(name, {}))
             prompts = []
             for question in questions:
                 agent = ReActAgent(backend, build_tools(index))

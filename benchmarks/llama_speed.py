@@ -41,6 +41,7 @@ class Config:
     flash_attn: bool = False
     kv_type: str = "f16"  # f16 | q8_0
     load: str = "mmap"  # mmap | mlock | read (no mmap)
+    gpu_layers: int = 0  # layers offloaded to a GPU (-1: all; a CUDA or Metal build only)
 
 
 CONFIGS = {
@@ -74,6 +75,7 @@ def raw_speed(path: Path, config: Config, *, pp: int, tg: int, depth: int, repea
         "mlock": lc.LLAMA_LOAD_MODE_MMAP_MLOCK,
         "read": lc.LLAMA_LOAD_MODE_NONE,
     }[config.load]
+    mparams.n_gpu_layers = config.gpu_layers
     model = lc.llama_model_load_from_file(str(path).encode(), mparams)
     if not model:
         raise SystemExit(f"cannot load {path}")
@@ -142,6 +144,7 @@ def product_speed(path: Path, config: Config, *, repeat: int) -> dict:
         path,
         context_size=4096,
         threads=config.threads,
+        gpu_layers=config.gpu_layers,
         n_batch=config.n_batch,
         n_ubatch=config.n_ubatch,
         flash_attn=config.flash_attn,
@@ -178,6 +181,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="registry name or .gguf path [default model]")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated: " + ", ".join(CONFIGS))
     parser.add_argument("--threads", type=int, default=None, help="override the thread count of every config")
+    parser.add_argument("--gpu-layers", type=int, default=0, help="GPU layers in every config (-1: all)")
     parser.add_argument("--pp", type=int, default=512)
     parser.add_argument("--tg", type=int, default=64)
     parser.add_argument("--depth", type=int, default=2048, help="tokens in the cache for the tg@depth row (0: skip)")
@@ -201,6 +205,7 @@ def main() -> None:
         config = CONFIGS[name]
         if args.threads:
             config = replace(config, threads=args.threads)
+        config = replace(config, gpu_layers=args.gpu_layers)
         raw = raw_speed(path, config, pp=args.pp, tg=args.tg, depth=args.depth, repeat=args.repeat, n_ctx=4096)
         product = {} if args.no_product else product_speed(path, config, repeat=args.repeat)
         print(
