@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from offline_agent.backends.guided import TokenSampler, allowed_prefix, next_token
+from offline_agent.backends.guided import TokenSampler, allowed_prefix, consume_with_forced, next_token
 from offline_agent.backends.speculative import PromptLookup
 from offline_agent.backends.stream import CompletionStream, common_prefix
 
@@ -113,11 +113,7 @@ class GuidedDecoder:
                 return self._finish(kept)
             new = [token]
             if matcher is not None:
-                matcher.consume_token(token)
-                if self.jump_forward and not matcher.is_stopped():
-                    forced = matcher.compute_ff_tokens()
-                    if forced and matcher.consume_tokens(forced):
-                        new += forced
+                new = consume_with_forced(matcher, token, self.jump_forward)
                 stream.grammar_time(checked, masked=masked, forced=len(new) - 1)
             matched = common_prefix(new, self.draft[at:])
             stream.accepted += matched

@@ -307,3 +307,15 @@ def allowed_prefix(matcher: Any, tokens: list[int]) -> int:
     if matcher is None or isinstance(matcher, LlamaGrammarCheck):
         return len(tokens)
     return int(matcher.validate_tokens(tokens))
+
+
+def consume_with_forced(matcher: Any, token: int, jump_forward: bool) -> list[int]:
+    """Feed `token` to the grammar matcher and, with jump_forward, the tokens the grammar forces after it; returns
+    the tokens the text gains (the sampled one first)."""
+    matcher.consume_token(token)
+    new = [token]
+    if jump_forward and not matcher.is_stopped():
+        forced = matcher.compute_ff_tokens()
+        if forced and matcher.consume_tokens(forced):
+            new += forced
+    return new

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback
-from offline_agent.backends.guided import GrammarCache, SamplingSettings, TokenSampler, next_token
+from offline_agent.backends.guided import GrammarCache, SamplingSettings, TokenSampler, consume_with_forced, next_token
 from offline_agent.backends.registry import BackendOptions, chat_format_template, env_int
 from offline_agent.backends.stream import CompletionStream, common_prefix
 from offline_agent.errors import ConfigError, ContextOverflowError, ModelError
@@ -251,11 +251,7 @@ class TransformersBackend:
                 return
             new = [token]
             if matcher is not None:
-                matcher.consume_token(token)
-                if self.jump_forward and not matcher.is_stopped():
-                    forced = matcher.compute_ff_tokens()
-                    if forced and matcher.consume_tokens(forced):
-                        new += forced
+                new = consume_with_forced(matcher, token, self.jump_forward)
                 stream.grammar_time(checked, masked=masked, forced=len(new) - 1)
             if not stream.add(new):
                 return
