@@ -77,6 +77,21 @@ class GroundingDetails:
 
 
 @dataclass
+class RefusalDetails:
+    """A Final the strategy's answer check refused (agents/verify.py): why, and the answer it refused."""
+
+    reason: str
+    answer: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reason": self.reason, "answer": self.answer}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RefusalDetails:
+        return cls(str(data["reason"]), str(data["answer"]))
+
+
+@dataclass
 class ScopeDetails:
     """The scope check before the first step (agents/scope.py): the scope, the vocabulary rule's counts and verdict,
     and whether the rule or the model decided (with the model's reply)."""
@@ -110,6 +125,8 @@ class StepDetails:
     # Which self-consistency run the step belongs to (agents/consistency.py); None for a single run.
     sample: int | None = None
     scope: ScopeDetails | None = None
+    # A Final that an answer check refused (the run then went on).
+    refusal: RefusalDetails | None = None
 
     OWN: ClassVar[tuple[str, ...]] = ()
 
@@ -138,6 +155,8 @@ class StepDetails:
             data["sample"] = self.sample
         if self.scope is not None:
             data["scope"] = self.scope.to_dict()
+        if self.refusal is not None:
+            data["refusal"] = self.refusal.to_dict()
         data.update(self._own_to_dict())
         return data
 
@@ -148,6 +167,7 @@ class StepDetails:
         rejections = [(int(offset), str(piece)) for offset, piece in rest.pop("rejections", None) or ()]
         grounding, scope = rest.pop("grounding", None), rest.pop("scope", None)
         opening, sample = rest.pop("opening", None), rest.pop("sample", None)
+        refusal = rest.pop("refusal", None)
         own = cls._own_from_dict({key: rest.pop(key) for key in cls.OWN if key in rest})
         return cls(
             rejections=rejections,
@@ -156,6 +176,7 @@ class StepDetails:
             opening=opening,
             sample=sample,
             scope=ScopeDetails.from_dict(scope) if scope is not None else None,
+            refusal=RefusalDetails.from_dict(refusal) if refusal is not None else None,
             **own,
         )
 
@@ -362,6 +383,7 @@ __all__ = [
     "KnowAgentDetails",
     "PlanDetails",
     "PlannedCall",
+    "RefusalDetails",
     "Rejection",
     "ScopeDetails",
     "StepDetails",

@@ -75,7 +75,8 @@ class _State:
 class Grounding:
     """The spans of everything read so far, as a suffix automaton over tokens; grows with `add`."""
 
-    def __init__(self, texts: Iterable[str] = ()) -> None:
+    def __init__(self, texts: Iterable[str] = (), *, yes_no: bool = True) -> None:
+        self.yes_no = yes_no  # whether `yes` and `no` are answers whatever was read
         self._states = [_State()]
         self._last = 0
         self._sentences = 0
@@ -86,6 +87,11 @@ class Grounding:
     def __len__(self) -> int:
         """Sentences read so far."""
         return self._sentences
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no answer at all is allowed yet (no span read, and yes/no not allowed)."""
+        return not self.yes_no and not self._sentences
 
     @property
     def sha256(self) -> str:
@@ -139,9 +145,10 @@ class Grounding:
     # --- the language, decided in Python ----------------------------------------------------------------------
 
     def accepts(self, answer: str) -> bool:
-        """True if `answer` is yes/no or a span of one sentence read so far (starting and ending on a word)."""
+        """True if `answer` is a span of one sentence read so far (starting and ending on a word), or yes/no when
+        those are allowed."""
         answer = answer.strip()
-        if answer in YES_NO:
+        if answer in YES_NO and self.yes_no:
             return True
         symbols = tokens(answer)
         if not symbols or not symbols[0].is_word or not symbols[-1].is_word:
@@ -195,7 +202,10 @@ class Grounding:
 
         start = f"{prefix}start"
         spans = alternatives(0, first=True)
-        rules.append((start, " | ".join([*(literal(word) for word in YES_NO), *spans])))
+        answers = [*(literal(word) for word in YES_NO if self.yes_no), *spans]
+        if not answers:
+            raise ValueError("an empty grounding has no answer to write: check is_empty first")
+        rules.append((start, " | ".join(answers)))
         done: set[int] = set()
         while len(done) < len(names):
             for state in [s for s in names if s not in done]:

@@ -14,6 +14,7 @@ from offline_agent.agents.plan import PlanAgent
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import JsonCall, StepRunner, TurnResult
 from offline_agent.agents.strategies import ActAgent, CoTAgent, StandardAgent
+from offline_agent.agents.verify import VerifyAgent
 from offline_agent.details import DETAILS
 from offline_agent.errors import ConfigError
 
@@ -35,7 +36,7 @@ def register_strategy(strategy: type[Strategy], name: str | None = None) -> type
     return strategy
 
 
-for _strategy in (ReActAgent, ActAgent, CoTAgent, StandardAgent, KnowAgent, CriticAgent, PlanAgent):
+for _strategy in (VerifyAgent, ReActAgent, ActAgent, CoTAgent, StandardAgent, KnowAgent, CriticAgent, PlanAgent):
     register_strategy(_strategy)
 
 

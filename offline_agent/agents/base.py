@@ -70,6 +70,10 @@ class AgentConfig:
     # The Final may only be a span of the question or an Observation, or yes/no (grounding.py); each step's
     # grammar is rebuilt from what the run has read.
     grounded: bool = False
+    # With grounded: the Final takes the form the question asks for (answer_form.py): yes/no for a yes/no
+    # question, one of the options of an "A or B" question, and for any other question a span of what the
+    # searches returned (not of the question, and not yes/no).
+    answer_form: bool = False
     # What a search shows (tools.corpus.SearchSettings): passages per search, head or best sentences, title boost.
     search_k: int = 3
     snippet: str = "head"

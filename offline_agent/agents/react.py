@@ -33,9 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from offline_agent.agents.base import EARLY_STOPPING, AgentCallbacks, AgentConfig, RunState, Strategy, call_key
-from offline_agent.agents.step_runner import STOP_SEQUENCES
+from offline_agent.agents.step_runner import STOP_SEQUENCES, TurnResult
+from offline_agent.answer_form import AnswerForm, answer_form
 from offline_agent.backends.base import Backend
-from offline_agent.details import GroundingDetails, ToolDetails
+from offline_agent.details import GroundingDetails, RefusalDetails, ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
@@ -61,6 +62,7 @@ class LoopState(RunState):
     calls: dict[str, int] = field(default_factory=dict)
     returned: dict[str, tuple[int, str]] = field(default_factory=dict)
     grounding: Grounding | None = None
+    form: AnswerForm | None = None
     next_index: int = 0
 
 
@@ -100,23 +102,34 @@ class ReActAgent(Strategy):
         self.search_spec = replace(self.spec, allow_final=False, allowed_tools=finders) if finders else self.spec
         self.search_grammar: StepGrammar = build_grammar(self.search_spec)
         self.search_parser: StepParser = parser_for(self.search_spec)
+        # A grounded step before anything allows an answer (an open question, nothing read yet): no Final; the
+        # last step then answers under the ungrounded grammar (there is nothing to ground it in).
+        self.no_final_spec = replace(self.spec, allow_final=False) if self.spec.callable_tools else self.spec
+        free_final = replace(self.spec.final_only(), grounded=False)
+        self.free_final_grammar: StepGrammar = build_grammar(free_final)
+        self.free_final_parser: StepParser = parser_for(free_final)
 
     @property
     def grammar_sha256(self) -> str:
         return hashlib.sha256(f"{self.grammar.sha256}\0{self.final_grammar.sha256}".encode()).hexdigest()
 
     def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> LoopState:
+        form = answer_form(trajectory.question) if self.config.answer_form else None
         return LoopState(
             trajectory,
             deadline=deadline,
             parts=parts,
             prefix=self.prompt_prefix(parts),
-            grounding=self.new_grounding(trajectory),
+            grounding=self.new_grounding(trajectory, form),
+            form=form,
         )
 
-    def new_grounding(self, trajectory: Trajectory) -> Grounding | None:
-        """What a grounded run has read before its first step: the question (None: the run is not grounded)."""
-        return Grounding([trajectory.question]) if self.config.grounded else None
+    def new_grounding(self, trajectory: Trajectory, form: AnswerForm | None = None) -> Grounding | None:
+        """What a grounded run may answer from before its first step (None: the run is not grounded): the question
+        and yes/no, or with an answer form, what that form allows (a choice's options, yes/no, or nothing)."""
+        if not self.config.grounded:
+            return None
+        return form.grounding() if form is not None else Grounding([trajectory.question])
 
     # --- the loop ---------------------------------------------------------------------------------------------------
 
@@ -156,7 +169,7 @@ class ReActAgent(Strategy):
             started = time.monotonic()
             grammar, parser = self.step_grammar(state, index, final_only)
             record = StepRecord(index=index, raw="", final_only=final_only)
-            grounded = grammar.spec.grounded and c.grammar
+            grounded = grammar.spec.grounded and c.grammar and grammar.spec.allow_final
             if grounded:
                 built = round(time.monotonic() - started, 4)
                 self.details(record).grounding = GroundingDetails(len(state.grounding or ()), built)
@@ -169,7 +182,7 @@ class ReActAgent(Strategy):
                 parser,
                 seed=c.seed + index,
                 label=f"step {index + 1}",
-                grounding=state.grounding,
+                grounding=state.grounding if grammar.spec.grounded else None,
             )
             if turn.rejections:  # where the grammar overruled the model's first choice
                 self.details(record).rejections = turn.rejections
@@ -184,10 +197,15 @@ class ReActAgent(Strategy):
                 return
             if step.is_final:
                 assert step.final is not None
-                record.final = step.final
-                state.finish(step.final)
+                refusal = None if final_only else self.check_final(state, record, step, turn)
+                if refusal is None:
+                    record.final = step.final
+                    state.finish(step.final)
+                    self.step_done(record)
+                    return
+                self.refuse_final(state, record, step, refusal)
                 self.step_done(record)
-                return
+                continue
             observation = self.act(state, record, step)
             self.after_observation(state, record, step, observation)
             self.step_done(record)
@@ -210,6 +228,10 @@ class ReActAgent(Strategy):
         """
         if not final_only and self.searches(state) < self.config.min_searches:
             return self.search_grammar, self.search_parser
+        if state.grounding is not None and state.grounding.is_empty:
+            if final_only:
+                return self.free_final_grammar, self.free_final_parser
+            return build_grammar(self.no_final_spec), self.parser
         if state.grounding is not None:
             spec = self.spec.final_only() if final_only else self.spec
             return build_grammar(spec, state.grounding), self.final_parser if final_only else self.parser
@@ -240,10 +262,31 @@ class ReActAgent(Strategy):
         refuse it, after ending the run with state.stop."""
         return step
 
+    def check_final(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
+        """Accept the Final just written (None), or refuse it with the Observation that says why; the run then goes
+        on. Never asked on a step that may only answer. ReAct accepts every Final; agents/verify.py checks them."""
+        return None
+
+    def refuse_final(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
+        """Record a refused Final: the step keeps its text, the refusal is its Observation, and the run goes on."""
+        assert step.final is not None
+        record.observation = observation
+        details = self.details(record)
+        if details.refusal is None:
+            details.refusal = RefusalDetails("refused", step.final)
+        if self.callbacks.on_tool_end:
+            self.callbacks.on_tool_end("answer check", step.final, observation, True)
+        state.scratchpad += scratchpad_entry(record.raw, observation)
+
+    def reads(self, state: LoopState) -> bool:
+        """Whether what the tools return may be a grounded run's answer (an open question, or no answer form)."""
+        return state.grounding is not None and (state.form is None or state.form.reads_observations)
+
     def after_observation(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
-        """What happens once the tool has answered: a grounded run reads the Observation (unless the tool failed),
-        and the step and its Observation join the scratchpad."""
-        if state.grounding is not None and not record.tool_error:
+        """What happens once the tool has answered: a grounded run reads the Observation (unless the tool failed,
+        or the answer form takes the answer from the question), and the step and its Observation join the
+        scratchpad."""
+        if state.grounding is not None and not record.tool_error and self.reads(state):
             state.grounding.add(observation)
         state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(record.index))
 

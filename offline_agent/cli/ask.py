@@ -184,6 +184,7 @@ def ask(
     no_grammar: bool,
     early_stopping: str,
     grounded: bool,
+    answer_form: bool,
     min_searches: int,
     first_search: bool,
     samples: int,

@@ -180,6 +180,7 @@ def chat(
     no_grammar: bool,
     early_stopping: str,
     grounded: bool,
+    answer_form: bool,
     min_searches: int,
     first_search: bool,
     samples: int,

@@ -68,6 +68,7 @@ def mcp(
     no_grammar: bool,
     early_stopping: str,
     grounded: bool,
+    answer_form: bool,
     min_searches: int,
     first_search: bool,
     samples: int,

@@ -136,6 +136,14 @@ def control_options() -> Decorator:
                 "yes/no): each step's grammar is rebuilt from what the run has read.",
             ),
             click.option(
+                "--answer-form/--no-answer-form",
+                default=False,
+                show_default=True,
+                help="With --grounded, the Final takes the form the question asks for: yes or no for a yes/no "
+                "question, one of the options of an 'A or B' question, else a span of what the searches returned "
+                "(not of the question).",
+            ),
+            click.option(
                 "--first-search/--no-first-search",
                 default=False,
                 show_default=True,

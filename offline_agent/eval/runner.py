@@ -69,6 +69,7 @@ class EvalOptions:
     early_stopping: str = "generate"
     budget_hint: bool = False
     grounded: bool = False
+    answer_form: bool = False
     search_k: int = 3
     snippet: str = "head"
     title_boost: bool = False
@@ -113,6 +114,7 @@ class EvalOptions:
             early_stopping=self.early_stopping,
             budget_hint=self.budget_hint,
             grounded=self.grounded,
+            answer_form=self.answer_form,
             search_k=self.search_k,
             snippet=self.snippet,
             title_boost=self.title_boost,

@@ -159,7 +159,7 @@ class SearchTool(_ThreadDetails):
             return None
         passage = self.session.index.passage(match[0])
         analyzer = self.session.index.analyzer
-        title_terms = set(analyzer.tokens(_bare_title(passage.title)))
+        title_terms = set(analyzer.tokens(bare_title(passage.title)))
         if match[2] == "exact" or (title_terms and title_terms <= set(analyzer.tokens(query))):
             return passage
         return None
@@ -341,7 +341,7 @@ def _document_titles(index: Any) -> tuple[list[str], np.ndarray]:
     return [title for _, title in pairs], np.asarray([pid for pid, _ in pairs], dtype=np.int64)
 
 
-def _bare_title(title: str) -> str:
+def bare_title(title: str) -> str:
     """A title without its disambiguation: "Kiss and Tell (1945 film)" -> "Kiss and Tell"."""
     return re.sub(r"\s*\([^)]*\)\s*$", "", title) or title
 

@@ -1,0 +1,108 @@
+"""The verifying agent (`--agent verify`, the default): ReAct whose Final answers are checked before they count.
+
+Why: on HotpotQA a 1.5B model's wrong answers are mostly well-formed answers written too early. After one search it
+writes the first hop's entity ("Shirley Temple" for "What government position was held by the woman who
+portrayed Corliss Archer?"), a fact from memory it never read ("1961"), or an entity the question itself names.
+Each of these can be caught without asking the model anything, and each has an obvious next move, so a refused
+Final is not the end of the run but an Observation that says why, and the model goes on:
+
+- `unread`: under a grounded grammar, the grammar refused the model's first word of the answer: what it meant
+  to write is nowhere in what the run has read. Observation: search for the fact that is missing.
+- `in_question`: an open question's answer repeats words of the question ("Gator Country"), which names the
+  first hop, not the answer. Observation: find what the question asks about it.
+- `unopened`: the answer is the title of a document the run has not read (a search for the answer puts a
+  document of exactly that title first): the model names a hop it has not made. The Observation is that
+  document, so the model reads it before answering again (an answer that really is that entity is then
+  accepted, one search later).
+
+A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
+Final counts as written. Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples
+show refusals and how to go on after one (prompt_files/verify_*.txt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from offline_agent.agents.react import LoopState, ReActAgent
+from offline_agent.agents.step_runner import TurnResult
+from offline_agent.answer_form import answer_form, in_question
+from offline_agent.details import RefusalDetails, Rejection, ToolDetails
+from offline_agent.steps import Step, StepRecord
+from offline_agent.tools.corpus import bare_title
+
+MAX_REFUSALS = 3
+FINAL = "Final: "
+
+UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
+IN_QUESTION = "{answer} is named in the question, so it is not the answer. Find what the question asks: {question}"
+UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
+
+
+class VerifyAgent(ReActAgent):
+    """ReAct whose Finals are checked (unread, in the question, an unopened document) before they count."""
+
+    name = "verify"
+    prompt_name = "verify"
+
+    def check_final(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
+        assert step.final is not None
+        from offline_agent.eval.metrics import normalize_answer
+
+        refusals = [s.details.refusal for s in state.trajectory.steps if s.details is not None and s.details.refusal]
+        answer = step.final
+        # A model that writes a refused answer again, after the Observation that refused it, keeps it.
+        if len(refusals) >= MAX_REFUSALS or normalize_answer(answer) in {normalize_answer(r.answer) for r in refusals}:
+            return None
+        question = state.trajectory.question
+        form = state.form or answer_form(question)
+        if state.grounding is not None and refused_first_word(record.raw, turn.last_rejections):
+            return self._refuse(record, "unread", answer, UNREAD.format(question=question))
+        if form.kind != "open":
+            return None
+        if in_question(answer, question):
+            return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
+        return self._unopened(state, record, answer)
+
+    def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:
+        self.details(record).refusal = RefusalDetails(reason, answer)
+        return observation
+
+    def _unopened(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
+        """The `unopened` check: search the answer; refuse when the top document is titled so and was not read."""
+        from offline_agent.eval.metrics import normalize_answer
+
+        if "search" not in self.tools:
+            return None
+        seen = {title for step in state.trajectory.steps if step.details is not None for title in step.details.seen_titles}
+        result = self.tools.run("search", answer)
+        tool = self.tools.get("search")
+        reported = ToolDetails.from_dict(getattr(tool, "last_details", None))
+        if result.is_error or reported is None or not reported.titles:
+            return None
+        title = reported.titles[0]
+        if title in seen or normalize_answer(bare_title(title)) != normalize_answer(answer):
+            return None
+        self.details(record).tool = reported
+        observation = self.fit_observation(result.observation)
+        if self.reads(state):
+            assert state.grounding is not None
+            state.grounding.add(observation)
+        text = UNOPENED.format(title=title, text=observation, question=state.trajectory.question)
+        return self._refuse(record, "unopened", answer, text)
+
+
+def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:
+    """True if the grammar refused the model's choice at the start of the Final's answer (before the end of its
+    first word): the answer the model meant is not among what the grammar allowed."""
+    start = raw.find(FINAL)
+    if start < 0:
+        return False
+    answer_start = start + len(FINAL)
+    rest = raw[answer_start:]
+    first_word = len(rest.split()[0]) if rest.split() else 0
+    # A refused token may begin at the space before the answer (" 1961" after "Final:").
+    return any(answer_start - 1 <= offset < answer_start + max(first_word, 1) for offset, _ in rejections)
+
+
+__all__ = ["MAX_REFUSALS", "VerifyAgent", "refused_first_word"]
