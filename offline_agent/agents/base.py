@@ -77,7 +77,9 @@ class AgentConfig:
     # What a search shows (tools.corpus.SearchSettings): passages per search, head or best sentences, title boost.
     search_k: int = 3
     snippet: str = "head"
+    sentences: int = 3
     title_boost: bool = False
+    links: int = 0
     # Final is allowed only once this many searches have succeeded, and until then only a search may be written
     # (the last step may still only answer): a small model answers after its first search even when the question
     # needs a second hop.
@@ -108,7 +110,13 @@ class AgentConfig:
             raise ConfigError("temperature must be between 0 and 5")
 
     def search_settings(self) -> SearchSettings:
-        return SearchSettings(k=self.search_k, snippet=self.snippet, title_boost=self.title_boost)
+        return SearchSettings(
+            k=self.search_k,
+            snippet=self.snippet,
+            sentences=self.sentences,
+            title_boost=self.title_boost,
+            links=self.links,
+        )
 
 
 @dataclass

@@ -10,8 +10,8 @@ Final is not the end of the run but an Observation that says why, and the model 
   to write is nowhere in what the run has read. Observation: search for the fact that is missing.
 - `in_question`: an open question's answer repeats words of the question ("Gator Country"), which names the
   first hop, not the answer. Observation: find what the question asks about it.
-- `unopened`: the answer is the title of a document the run has not read (a search for the answer puts a
-  document of exactly that title first): the model names a hop it has not made. The Observation is that
+- `unopened`: the answer is the title of a document the run has not read (its title, a qualifier such as
+  "(1945 film)" aside, is the answer as written): the model names a hop it has not made. The Observation is that
   document, so the model reads it before answering again (an answer that really is that entity is then
   accepted, one search later).
 
@@ -29,7 +29,6 @@ from offline_agent.agents.step_runner import TurnResult
 from offline_agent.answer_form import answer_form, in_question
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.steps import Step, StepRecord
-from offline_agent.tools.corpus import bare_title
 
 MAX_REFUSALS = 3
 FINAL = "Final: "
@@ -69,25 +68,23 @@ class VerifyAgent(ReActAgent):
         return observation
 
     def _unopened(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
-        """The `unopened` check: search the answer; refuse when the top document is titled so and was not read."""
-        from offline_agent.eval.metrics import normalize_answer
-
-        if "search" not in self.tools:
+        """The `unopened` check: refuse an answer that is the title of a document the run has not read, and show
+        that document (through the search tool's `open_named`; a search tool without it skips the check)."""
+        tool = self.tools.get("search") if "search" in self.tools else None
+        open_named = getattr(tool, "open_named", None)
+        if open_named is None:
             return None
         seen = {title for step in state.trajectory.steps if step.details is not None for title in step.details.seen_titles}
-        result = self.tools.run("search", answer)
-        tool = self.tools.get("search")
+        shown = open_named(answer, exclude=seen)
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))
-        if result.is_error or reported is None or not reported.titles:
-            return None
-        title = reported.titles[0]
-        if title in seen or normalize_answer(bare_title(title)) != normalize_answer(answer):
+        if shown is None or reported is None:
             return None
         self.details(record).tool = reported
-        observation = self.fit_observation(result.observation)
+        observation = self.fit_observation(shown)
         if self.reads(state):
             assert state.grounding is not None
             state.grounding.add(observation)
+        title = reported.titles[0] if reported.titles else answer
         text = UNOPENED.format(title=title, text=observation, question=state.trajectory.question)
         return self._refuse(record, "unopened", answer, text)
 

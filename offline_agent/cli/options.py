@@ -216,13 +216,35 @@ def evidence_options() -> Decorator:
                 default="head",
                 show_default=True,
                 help="What a search shows of each passage: its head (first 600 characters), or its first sentence "
-                "and the two that best match the query.",
+                "and the --sentences - 1 others that best match the query and the question.",
+            ),
+            click.option(
+                "--sentences",
+                type=click.IntRange(1, 20),
+                default=3,
+                show_default=True,
+                help="With --snippets sentences: sentences shown per passage, its first one included.",
             ),
             click.option(
                 "--title-boost/--no-title-boost",
                 default=False,
                 show_default=True,
                 help="Put the document whose title the query names first, whatever its BM25 rank.",
+            ),
+            click.option(
+                "--observation-tokens",
+                type=click.IntRange(32, 4096),
+                default=320,
+                show_default=True,
+                help="An Observation longer than this many tokens is cut (at a word, marked with ...).",
+            ),
+            click.option(
+                "--links",
+                type=click.IntRange(0, 20),
+                default=0,
+                show_default=True,
+                help="Also show up to N documents that the found passages name (their title is written in a "
+                "passage), after the passages: the next hop of a question, without another search.",
             ),
         ]
     )

@@ -72,7 +72,10 @@ class EvalOptions:
     answer_form: bool = False
     search_k: int = 3
     snippet: str = "head"
+    sentences: int = 3
     title_boost: bool = False
+    links: int = 0
+    observation_tokens: int = 320
     min_searches: int = 0
     samples: int = 1
     first_search: bool = False
@@ -117,7 +120,10 @@ class EvalOptions:
             answer_form=self.answer_form,
             search_k=self.search_k,
             snippet=self.snippet,
+            sentences=self.sentences,
             title_boost=self.title_boost,
+            links=self.links,
+            observation_tokens=self.observation_tokens,
             min_searches=self.min_searches,
             samples=self.samples,
             first_search=self.first_search,

@@ -305,6 +305,15 @@ class BM25Index:
         out[ids] = scores
         return out
 
+    def term_idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """The idf of each index term (as the scoring variant computes it); 0.0 for a term not in the index."""
+        idf = self._postings.idf
+        out = {}
+        for term in terms:
+            tid = self._term_id(term)
+            out[term] = float(idf[tid]) if tid >= 0 else 0.0
+        return out
+
     def _top_k(self, tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         counts: dict[int, int] = {}
         for term in tokens:

@@ -14,16 +14,12 @@ the passage returned is the document's first one (the lowest passage id).
 
 from __future__ import annotations
 
-import contextlib
-import re
 import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from offline_agent.errors import ToolError
+from offline_agent.tools.titles import TitleTable, bare_title, title_table
 
 SEARCH_K = 3
 PASSAGE_CHARS = 600
@@ -35,16 +31,20 @@ class SearchSettings:
     """What a search shows the model.
 
     `snippet` "head": each passage's first PASSAGE_CHARS characters; "sentences": each passage's first sentence
-    (in an encyclopedic text it says what the document is about) and the `sentences` - 1 others that share the
-    most terms with the query, in their order, so more passages fit in the same Observation and the sentence that
-    answers is less likely to be cut off. `title_boost`: a document whose title the query names (all of the
-    title's terms are in the query) comes first, whatever its BM25 rank.
+    (in an encyclopedic text it says what the document is about) and the `sentences` - 1 others that weigh most
+    for the query and the question (the idf of the terms they share, the passage's own title terms aside), in
+    their order, so more passages fit in the same Observation and the sentence that answers is less likely to be
+    cut off. `title_boost`: a document whose title the query names (all of the title's terms are in the query)
+    comes first, whatever its BM25 rank. `links`: up to this many documents that the passages name (titles.py:
+    their title is written in a passage's text) are shown after the passages, in the order they are named: the
+    second hop of a question that goes through an entity, found without another search.
     """
 
     k: int = SEARCH_K
     snippet: str = "head"
     sentences: int = 3
     title_boost: bool = False
+    links: int = 0
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -53,8 +53,10 @@ class SearchSettings:
             raise ConfigError(f"unknown snippet kind {self.snippet!r}; choose from {list(SNIPPETS)}")
         if not 1 <= self.k <= 20:
             raise ConfigError("search k must be between 1 and 20")
-        if self.sentences < 1:
-            raise ConfigError("sentences per passage must be at least 1")
+        if not 1 <= self.sentences <= 20:
+            raise ConfigError("sentences per passage must be between 1 and 20")
+        if not 0 <= self.links <= 20:
+            raise ConfigError("links per search must be between 0 and 20")
 
 
 @dataclass
@@ -133,24 +135,62 @@ class SearchTool(_ThreadDetails):
             others = [(p, s) for p, s in zip(passages, scores, strict=True) if p.id != boosted.id]
             passages = [boosted, *(p for p, _ in others)][:k]
             scores = [None, *(s for _, s in others)][:k]
-        self.last_details = {
-            "ids": [int(p.id) for p in passages],
-            "titles": [p.title for p in passages],
-            "scores": scores,
-        }
+        linked = self._linked(passages) if settings.links and passages else []
+        if not passages:
+            self.last_details = {"ids": [], "titles": [], "scores": []}
+            return f"No passage matches {query!r}. Try other keywords."
+        text = self._show(query, passages, scores, linked)
         if boosted is not None:
             self.last_details["title_boost"] = boosted.title
-        if not passages:
-            return f"No passage matches {query!r}. Try other keywords."
+        return text
+
+    def open_named(self, name: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
+        """The Observation of the documents titled `name` exactly (a qualifier aside, as "Kiss and Tell" names
+        "Kiss and Tell (1945 film)"), shown as a search for `name` shows passages; None when no document but
+        those titled in `exclude` has that title."""
+        name = name.strip()
+        found = [(pid, title) for pid, title in self.session.titles().named(name) if title not in exclude]
+        if not found:
+            return None
+        passages = [self.session.index.passage(pid) for pid, _ in found[: self.session.settings.k]]
+        return self._show(name, passages, [None] * len(passages), [])
+
+    def _show(self, query: str, passages: list[Any], scores: list[Any], linked: list[Any]) -> str:
+        """The Observation of found passages and linked documents; sets last_details and lookup's document."""
+        session = self.session
+        settings = session.settings
+        shown = [*passages, *linked]
+        self.last_details = {
+            "ids": [int(p.id) for p in shown],
+            "titles": [p.title for p in shown],
+            "scores": [*scores, *(None for _ in linked)],
+        }
+        if linked:
+            self.last_details["links"] = [p.title for p in linked]
         session.focus(passages[0])
         if settings.snippet == "sentences":
-            analyzer = session.index.analyzer
-            wanted = (set(analyzer.tokens(query)), set(analyzer.tokens(session.question)))
-            texts = [_best_sentences(p.text, wanted, settings.sentences, analyzer) for p in passages]
+            index = session.index
+            terms = set(index.analyzer.tokens(query)) | set(index.analyzer.tokens(session.question))
+            weights = index.term_idf(terms) if hasattr(index, "term_idf") else dict.fromkeys(terms, 1.0)
+            texts = [_best_sentences(p, weights, settings.sentences, index.analyzer) for p in shown]
         else:
-            texts = [_clip(p.text, PASSAGE_CHARS) for p in passages]
-        lines = (f"[{rank}] {p.title}: {text}" for rank, (p, text) in enumerate(zip(passages, texts, strict=True), 1))
+            texts = [_clip(p.text, PASSAGE_CHARS) for p in shown]
+        lines = (f"[{rank}] {p.title}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
         return "\n".join(lines)
+
+    def _linked(self, passages: list[Any]) -> list[Any]:
+        """The first passages of the documents the passages name, up to `links`, in the order they are named."""
+        table = self.session.titles()
+        shown = {p.title for p in passages}
+        out: list[Any] = []
+        for passage in passages:
+            for passage_id, _ in table.mentions(passage.text, exclude=shown):
+                if len(out) == self.session.settings.links:
+                    return out
+                linked = self.session.index.passage(passage_id)
+                shown.add(linked.title)
+                out.append(linked)
+        return out
 
     def _named_title(self, query: str) -> Any:
         """The first passage of the document whose title the query names, or None."""
@@ -230,134 +270,19 @@ class RetrieveTool(_ThreadDetails):
         return f"{passage.title}: {_clip(passage.text, PASSAGE_CHARS)}"
 
 
-class TitleTable:
-    """Every document title of one index, for exact and closest-title lookups by entity name.
-
-    Rows are the documents in the order of their first passage id, so "lowest row" means "lowest passage id":
-    the tie-break of both lookups. Exact matching compares titles case-insensitively with runs of spaces
-    collapsed, through a sorted array of 64-bit hashes (a few bytes a title, not a dict of strings); it is cheap
-    to build (about 0.1 s per 100,000 titles). The BM25 index over the titles costs about ten times more, so it is
-    built only when a first entity has no exact title.
-    """
-
-    def __init__(self, titles: list[str], first_ids: np.ndarray, analyzer: Any = None) -> None:
-        from offline_agent.retrieval.passages import StringColumn
-
-        order = np.argsort(np.asarray(first_ids, dtype=np.int64), kind="stable")
-        self.passage_ids = np.asarray(first_ids, dtype=np.int64)[order]
-        ordered = [titles[i] for i in order.tolist()]
-        hashes = np.fromiter((hash(_title_key(t)) for t in ordered), dtype=np.int64, count=len(ordered))
-        self._hash_rows = np.argsort(hashes, kind="stable")  # stable: equal hashes stay in row order
-        self._hashes = hashes[self._hash_rows]
-        self._titles = StringColumn.from_strings(ordered)
-        self._analyzer = analyzer
-        self._bm25: Any = None
-        self._lock = threading.Lock()
-        self.version: tuple[int, int] | None = None
-
-    @classmethod
-    def from_index(cls, index: Any) -> TitleTable:
-        """Read every document's title and first passage id from `index`."""
-        titles, first_ids = _document_titles(index)
-        return cls(titles, first_ids, getattr(index, "analyzer", None))
-
-    def __len__(self) -> int:
-        return len(self.passage_ids)
-
-    def best(self, entity: str) -> tuple[int, float, str] | None:
-        """(passage id, score, "exact" or "closest") for the title that best matches `entity`, or None.
-
-        An exact title (case and spacing aside) wins, scored 1.0; otherwise the title with the highest BM25
-        score for the entity's terms (at least one shared term), ties going to the lowest passage id.
-        """
-        key = _title_key(entity)
-        wanted = np.int64(hash(key))
-        low = int(np.searchsorted(self._hashes, wanted, side="left"))
-        high = int(np.searchsorted(self._hashes, wanted, side="right"))
-        for row in self._hash_rows[low:high].tolist():
-            if _title_key(self._titles[row]) == key:
-                return int(self.passage_ids[row]), 1.0, "exact"
-        ids, scores = self._title_index().search_ids(entity, k=1)
-        if not len(ids):
-            return None
-        return int(self.passage_ids[int(ids[0])]), float(scores[0]), "closest"
-
-    def _title_index(self) -> Any:
-        with self._lock:
-            if self._bm25 is None:
-                from offline_agent.retrieval import BM25Index
-
-                self._bm25 = BM25Index.build(self._titles.tolist(), analyzer=self._analyzer)
-            return self._bm25
-
-
-_TABLES: weakref.WeakKeyDictionary[Any, TitleTable] = weakref.WeakKeyDictionary()
-_TABLES_LOCK = threading.Lock()
-
-
-def title_table(index: Any) -> TitleTable:
-    """The title table of `index`: built on first use, then kept as long as the index object lives.
-
-    An index changed since (add, delete) gets a fresh table. An index object that cannot be weakly referenced
-    gets a new table each call, so the caller should keep it (CorpusSession does, for its run).
-    """
-    version = (int(getattr(index, "n_rows", 0)), len(index))
-    with _TABLES_LOCK:  # tools may run in threads (the planner); build once
-        try:
-            table = _TABLES.get(index)
-        except TypeError:
-            table = None
-        if table is not None and table.version == version:
-            return table
-        table = TitleTable.from_index(index)
-        table.version = version
-        with contextlib.suppress(TypeError):
-            _TABLES[index] = table
-        return table
-
-
-def _title_key(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def _document_titles(index: Any) -> tuple[list[str], np.ndarray]:
-    """Each document's title and its first live passage id.
-
-    For a BM25Index this reads the passage table's flat arrays directly (one vectorized pass, no Passage
-    objects: a million documents take about a second); any other index is walked passage by passage.
-    """
-    table = getattr(index, "_t", None)
-    if isinstance(table, dict) and {"doc", "live", "doc_title"} <= table.keys():
-        live_rows = np.flatnonzero(np.asarray(table["live"]))
-        numbers, first = np.unique(np.asarray(table["doc"])[live_rows], return_index=True)
-        all_titles = table["doc_title"].tolist()
-        return [all_titles[n] for n in numbers.tolist()], live_rows[first].astype(np.int64)
-    firsts: dict[str, tuple[int, str]] = {}
-    for passage_id in index.ids():
-        passage = index.passage(int(passage_id))
-        if passage.doc_id not in firsts or passage.id < firsts[passage.doc_id][0]:
-            firsts[passage.doc_id] = (int(passage.id), passage.title)
-    pairs = sorted(firsts.values())
-    return [title for _, title in pairs], np.asarray([pid for pid, _ in pairs], dtype=np.int64)
-
-
-def bare_title(title: str) -> str:
-    """A title without its disambiguation: "Kiss and Tell (1945 film)" -> "Kiss and Tell"."""
-    return re.sub(r"\s*\([^)]*\)\s*$", "", title) or title
-
-
-def _best_sentences(text: str, wanted: tuple[set[str], set[str]], count: int, analyzer: Any) -> str:
-    """The first sentence of `text` and the count - 1 others that share the most terms with the query (first) and
-    the question (to break ties), in text order."""
+def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any) -> str:
+    """The first sentence of the passage and the count - 1 others whose terms weigh most in `weights` (the
+    passage's own title terms aside: every sentence of a document is about its title), in text order."""
     from offline_agent.retrieval import split_sentences
 
+    text = passage.text
     sentences = [" ".join(text[start:end].split()) for start, end in split_sentences(text)]
     if len(sentences) <= count:
-        return " ".join(sentences)
-    query, question = wanted
-    terms = [set(analyzer.tokens(sentence)) for sentence in sentences]
-    overlap = [(len(query & t), len(question & t)) for t in terms]
-    rest = sorted(range(1, len(sentences)), key=lambda i: (-overlap[i][0], -overlap[i][1], i))[: count - 1]
+        return " ".join(_clip(sentence, PASSAGE_CHARS // 2) for sentence in sentences)
+    own = set(analyzer.tokens(passage.title or ""))
+    wanted = {term: weight for term, weight in weights.items() if term not in own}
+    scores = [sum(wanted.get(term, 0.0) for term in set(analyzer.tokens(sentence))) for sentence in sentences]
+    rest = sorted(range(1, len(sentences)), key=lambda i: (-scores[i], i))[: count - 1]
     chosen = sorted([0, *rest])
     out = []
     for position, index in enumerate(chosen):

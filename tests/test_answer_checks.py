@@ -1,0 +1,224 @@
+"""Answer forms read off the question, the grounded grammar they give, and the verify strategy's answer checks;
+driven by the scripted backend over the tiny corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from offline_agent.agents import AgentConfig, ReActAgent, agent_class
+from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
+from offline_agent.answer_form import answer_form, in_question
+from offline_agent.backends import ScriptedBackend
+from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar
+from offline_agent.grounding import Grounding
+from offline_agent.steps import Completion
+from offline_agent.tools import build_tools
+
+SPEC = GrammarSpec(tools=(ToolSpec("search"),), grounded=True)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Were Scott Derrickson and Ed Wood of the same nationality?", "yes_no"),
+        ("Are both Cypress and Ajuga genera?", "yes_no"),
+        ("Do the drinks Gibson and Zurracapote both contain gin?", "yes_no"),
+        ("Who was born first, Arthur Conan Doyle or Penelope Lively?", "choice"),
+        ("Which magazine was started first Arthur's Magazine or First for Women?", "choice"),
+        ("who is younger Keith Bostic or Jerry Glanville ?", "choice"),
+        ("Which element has the higher atomic number, gold or mercury?", "choice"),  # lower case, but it compares
+        ("Is Velvetpark or Shape magazine written more for a lesbian readership?", "choice"),
+        ("Which river flows through the birth city of James Joyce?", "open"),
+        ("What color clothing do people wear during Oranjegekte or to celebrate Koningsdag?", "open"),
+        ("Which company makes cars or trucks in Sweden?", "open"),  # "or" between common words: not options
+        ("In which year was the author of Middlemarch born?", "open"),
+        ("", "open"),
+    ],
+)
+def test_the_answer_form_is_read_off_the_question(question: str, kind: str) -> None:
+    assert answer_form(question).kind == kind
+
+
+def test_a_yes_no_question_may_only_answer_yes_or_no() -> None:
+    checker = GbnfChecker(build_grammar(SPEC, answer_form("Is the Vistula in Poland?").grounding()).gbnf)
+    assert checker.accepts("Thought: x\nFinal: yes\n") and checker.accepts("Thought: x\nFinal: No\n")
+    assert not checker.accepts("Thought: x\nFinal: Vistula\n")
+    assert not checker.accepts("Thought: x\nFinal: Yes, it is.\n")
+
+
+def test_a_choice_answers_with_its_options_as_the_question_writes_them() -> None:
+    question = "Who was born first, Marie Curie or Pierre Curie?"
+    grounding = answer_form(question).grounding()
+    checker = GbnfChecker(build_grammar(SPEC, grounding).gbnf)
+    assert checker.accepts("Thought: x\nFinal: Pierre Curie\n")
+    assert not checker.accepts("Thought: x\nFinal: 1859\n")
+    assert not checker.accepts("Thought: x\nFinal: no\n")  # a which/who choice is not a yes/no question
+
+
+def test_an_open_question_has_no_answer_before_anything_is_read() -> None:
+    grounding = answer_form("In which city was Marie Curie born?").grounding()
+    assert grounding.is_empty
+    assert not grounding.accepts("yes") and not grounding.accepts("Marie Curie")
+    with pytest.raises(ValueError):
+        grounding.gbnf_rules("span-")
+    grounding.add("[1] Marie Curie: Marie Curie was born in Warsaw in 1867.")
+    assert not grounding.is_empty and grounding.accepts("Warsaw") and not grounding.accepts("no")
+
+
+def test_in_question_compares_whole_words_after_normalising() -> None:
+    question = "What band did the Gator Country guitarist come from?"
+    assert in_question("Gator Country", question) and in_question("gator country.", question)
+    assert not in_question("Gator", "What band did Gatorade sponsor?")
+    assert not in_question("Molly Hatchet", question)
+    assert not in_question("", question)
+
+
+def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
+    raw = "Thought: x\nFinal: 1942 – April 4, 2013"
+    start = raw.index("Final: ") + len("Final: ")
+    assert refused_first_word(raw, [(start - 1, " 1969")])  # the refused token began at the space
+    assert refused_first_word(raw, [(start + 2, "6")])  # inside the first word
+    assert not refused_first_word(raw, [(start + 5, " to")])  # after the first word: the answer's head was read
+    assert not refused_first_word("Thought: x\nAction: search[a]", [(3, "F")])
+
+
+# ---- the loop, grounded with answer forms --------------------------------------------------------------------
+
+
+def make(index, outputs, agent: type = VerifyAgent, **config):
+    backend = ScriptedBackend(outputs)
+    # Four passages a search (the whole tiny corpus, when the words match), so that the answer's document is read.
+    settings = {"grounded": True, "answer_form": True, "search_k": 4, **config}
+    return agent(backend, build_tools(index), AgentConfig(**settings)), backend
+
+
+def test_an_open_question_cannot_be_answered_before_a_search(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Warsaw"],
+        agent=ReActAgent,
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.answer == "Warsaw"
+    first, second = backend.calls[0].grammar, backend.calls[1].grammar
+    assert "Final: " not in first and "Final: " in second
+
+
+def test_an_open_question_with_nothing_read_answers_freely_on_its_last_step(tiny_index) -> None:
+    agent, backend = make(tiny_index, ["Thought: I cannot search.\nFinal: Warsaw"], agent=ReActAgent, max_steps=1)
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.answer == "Warsaw" and trajectory.stop_reason == "final"
+
+
+def test_a_choice_does_not_read_observations_into_its_answers(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Pierre Curie]", "Thought: b\nFinal: Pierre Curie"],
+        agent=ReActAgent,
+    )
+    trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
+    assert trajectory.answer == "Pierre Curie"
+    assert "1859" not in backend.calls[1].grammar  # the search's text is not a source of answers
+
+
+def test_in_question_refuses_once_and_the_run_goes_on(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Warsaw]",
+            "Thought: b\nFinal: Marie Curie",
+            "Thought: c\nFinal: Warsaw",
+        ],
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.answer == "Warsaw" and trajectory.stop_reason == "final"
+    refused = trajectory.steps[1]
+    assert refused.final is None and refused.details.refusal.reason == "in_question"
+    assert "named in the question" in refused.observation
+    assert "Observation: Marie Curie is named in the question" in backend.calls[2].prompt
+
+
+def test_the_same_answer_written_again_after_a_refusal_is_kept(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            "Thought: b\nFinal: Marie Curie",
+            "Thought: c\nFinal: Marie Curie",
+        ],
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.answer == "Marie Curie"
+
+
+def test_unopened_shows_the_document_the_answer_names(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            "Thought: b\nFinal: Warsaw",
+            "Thought: c\nFinal: Vistula",
+            "Thought: d\nFinal: Vistula",
+        ],
+        search_k=1,
+    )
+    trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "unopened"
+    assert refused.details.seen_titles == ["Warsaw"]  # the evaluation counts the document as read
+    assert "Warsaw has a document of its own" in refused.observation
+    assert "The Vistula river flows through Warsaw" in backend.calls[2].prompt
+    # Vistula has a document too: it is shown, and the same answer written after it is kept.
+    assert trajectory.steps[2].details.refusal.reason == "unopened"
+    assert trajectory.answer == "Vistula" and len(trajectory.steps) == 4
+
+
+def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_index) -> None:
+    overruled = Completion(text="Thought: b\nFinal: Warsaw", finish_reason="stop", rejections=[(17, " Paris")])
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie]", overruled, "Thought: c\nFinal: Warsaw"],
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.steps[1].details.refusal.reason == "unread"
+    assert "not in anything you have read" in trajectory.steps[1].observation
+    assert trajectory.answer == "Warsaw"
+
+
+def test_refusals_stop_after_the_limit_and_never_on_the_last_step(tiny_index) -> None:
+    searches = ["Thought: s\nAction: search[Marie Curie]"]
+    names = ["Marie", "Curie", "Marie Curie", "physicist", "chemist"]
+    finals = [f"Thought: f\nFinal: {name}" for name in names]
+    agent, _ = make(tiny_index, searches + finals)
+    trajectory = agent.run("In which city was Marie Curie born?")
+    refusals = [step for step in trajectory.steps if step.details is not None and step.details.refusal]
+    assert len(refusals) == MAX_REFUSALS
+    assert trajectory.stop_reason == "final"
+    agent, _ = make(tiny_index, ["Thought: f\nFinal: Marie Curie"], max_steps=1)
+    assert agent.run("In which city was Marie Curie born?").answer == "Marie Curie"
+
+
+def test_react_accepts_what_verify_refuses(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index, ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Marie Curie"], agent=ReActAgent
+    )
+    assert agent.run("In which city was Marie Curie born?").answer == "Marie Curie"
+
+
+def test_verify_is_registered_and_its_refusals_round_trip(tiny_index) -> None:
+    from offline_agent.steps import Trajectory
+
+    assert agent_class("verify") is VerifyAgent
+    agent, _ = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Warsaw]", "Thought: b\nFinal: Marie Curie", "Thought: c\nFinal: Warsaw"],
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    again = Trajectory.from_json(trajectory.to_json())
+    assert again.steps[1].details.refusal == trajectory.steps[1].details.refusal
+
+
+def test_grounding_without_yes_no() -> None:
+    grounding = Grounding(["The Vistula flows through Warsaw."], yes_no=False)
+    checker = GbnfChecker(build_grammar(SPEC, grounding).gbnf)
+    assert checker.accepts("Thought: x\nFinal: Warsaw\n") and not checker.accepts("Thought: x\nFinal: yes\n")

@@ -1,0 +1,103 @@
+"""What a search shows: linked documents (titles a passage names), sentence snippets weighed by idf, and the
+title table's name lookups; over the tiny corpus and small in-test corpora."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from offline_agent.errors import ConfigError
+from offline_agent.retrieval import open_corpus
+from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool
+from offline_agent.tools.titles import bare_title, title_table
+
+
+def search_tool(index, question: str = "", **settings) -> SearchTool:
+    return SearchTool(CorpusSession(index, SearchSettings(**settings), question=question))
+
+
+@pytest.fixture
+def linked_index(tmp_path: Path):
+    records = [
+        {"id": "a", "title": "Kiss and Tell (1945 film)", "text": "Kiss and Tell is a 1945 comedy film starring "
+         "Shirley Temple as Corliss Archer. It was directed by Richard Wallace."},
+        {"id": "b", "title": "Shirley Temple", "text": "Shirley Temple Black was an American actress. She was a "
+         "child star of the 1930s. As an adult, she served as Chief of Protocol of the United States."},
+        {"id": "c", "title": "Richard Wallace (director)", "text": "Richard Wallace was an American film director."},
+        {"id": "d", "title": "forum", "text": "A forum is a meeting place. Kiss and Tell was discussed there."},
+        {"id": "e", "title": "Tell", "text": "Tell is a short word. It names nothing here."},
+    ]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in records), encoding="utf-8")
+    return open_corpus(path)
+
+
+def test_bare_title_drops_only_a_closing_qualifier() -> None:
+    assert bare_title("Kiss and Tell (1945 film)") == "Kiss and Tell"
+    assert bare_title("Shirley Temple") == "Shirley Temple"
+    assert bare_title("(band)") == "(band)"
+
+
+def test_mentions_follow_names_as_written_in_order(linked_index) -> None:
+    table = title_table(linked_index)
+    text = "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer, with Richard Wallace."
+    titles = [title for _, title in table.mentions(text)]
+    # A lower-case title ("forum") never links, nor one inside a longer name ("Tell" in "Kiss and Tell"); a
+    # qualifier does not have to be written.
+    assert titles == ["Kiss and Tell (1945 film)", "Shirley Temple", "Richard Wallace (director)"]
+    assert [t for _, t in table.mentions(text, exclude={"Shirley Temple"})][1] == "Richard Wallace (director)"
+    assert table.mentions("shirley temple, in lower case, is not her name as written") == []
+    assert [t for _, t in table.mentions('He met "Shirley Temple."')] == ["Shirley Temple"]
+    assert [t for _, t in table.mentions("Tell me more.")] == ["Tell"]
+    assert table.mentions("") == []
+
+
+def test_named_finds_a_document_by_its_bare_title(linked_index) -> None:
+    table = title_table(linked_index)
+    assert [title for _, title in table.named("Kiss and Tell")] == ["Kiss and Tell (1945 film)"]
+    assert table.named("Kiss") == [] and table.named("shirley temple") == []
+
+
+def test_a_search_shows_the_documents_its_passages_name(linked_index) -> None:
+    tool = search_tool(linked_index, k=1, links=2)
+    text = tool("Kiss and Tell film")
+    lines = text.splitlines()
+    assert lines[0].startswith("[1] Kiss and Tell (1945 film): ")
+    assert lines[1].startswith("[2] Shirley Temple: ") and lines[2].startswith("[3] Richard Wallace (director): ")
+    assert tool.last_details["titles"] == ["Kiss and Tell (1945 film)", "Shirley Temple", "Richard Wallace (director)"]
+    assert tool.last_details["links"] == ["Shirley Temple", "Richard Wallace (director)"]
+    assert tool.last_details["scores"][1:] == [None, None]
+    assert len(search_tool(linked_index, k=1, links=1)("Kiss and Tell film").splitlines()) == 2
+    assert len(search_tool(linked_index, k=1)("Kiss and Tell film").splitlines()) == 1  # off by default
+
+
+def test_sentence_snippets_keep_the_first_and_the_sentence_that_weighs_most(linked_index) -> None:
+    question = "What government position was held by the woman who portrayed Corliss Archer?"
+    tool = search_tool(linked_index, question, k=1, snippet="sentences", sentences=2)
+    text = tool("Shirley Temple protocol")
+    assert text == (
+        "[1] Shirley Temple: Shirley Temple Black was an American actress. ... As an adult, she served as Chief of "
+        "Protocol of the United States."
+    )
+
+
+def test_open_named_shows_the_document_an_answer_names(linked_index) -> None:
+    tool = search_tool(linked_index, k=3)
+    shown = tool.open_named("Shirley Temple")
+    assert shown is not None and shown.startswith("[1] Shirley Temple: ")
+    assert tool.last_details["titles"] == ["Shirley Temple"]
+    assert tool.open_named("Shirley Temple", exclude={"Shirley Temple"}) is None
+    assert tool.open_named("Nobody Known") is None
+
+
+@pytest.mark.parametrize("settings", [{"links": -1}, {"links": 21}, {"sentences": 0}, {"k": 0}])
+def test_bad_search_settings_are_refused(settings) -> None:
+    with pytest.raises(ConfigError):
+        SearchSettings(**settings)
+
+
+def test_term_idf_is_zero_for_unknown_terms(tiny_index) -> None:
+    weights = tiny_index.term_idf(["gdansk", "zanzibar"])
+    assert weights["zanzibar"] == 0.0 and weights["gdansk"] > 0.0
