@@ -16,7 +16,11 @@ The rules are deliberately narrow and err towards `open`: "or" makes a which/who
 option after it reads as a name (a capital, a digit or a quote, possibly after "the") or the question compares
 ("first", "older", "more", ...), so "Which company makes cars or trucks in Sweden?" stays open. A question the
 rules misread loses only the restriction, since every form still allows what was read for `open` questions.
-Limits: English questions only; a question in another language is `open`.
+
+An open question may also say what kind of thing it asks for (`wants`): a year or date ("In which year ...",
+"When was ..."), or a number ("How many ...", "how much", "how old", ...). An answer of that kind has a digit or a
+number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?").
+Limits: English questions only; a question in another language is `open`, and wants nothing in particular.
 """
 
 from __future__ import annotations
@@ -41,6 +45,14 @@ _COMPARING = re.compile(
 )
 _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
+_WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b", re.IGNORECASE)
+_WANTS_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|old|tall|high|far|large|big|deep|wide)\b", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|"
+    r"million|billion|dozen|first|second|third|fourth|fifth)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,11 @@ class AnswerForm:
     kind: str
     question: str
     yes_no: bool
+    wants: str | None = None  # "date" or "number": what an open question asks for, when it says
+
+    def fits(self, answer: str) -> bool:
+        """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular)."""
+        return self.wants is None or bool(_NUMBER.search(answer))
 
     @property
     def reads_observations(self) -> bool:
@@ -71,7 +88,8 @@ def answer_form(question: str) -> AnswerForm:
         return AnswerForm("choice" if offers else "yes_no", question, yes_no=True)
     if first in _CHOOSERS and offers:
         return AnswerForm("choice", question, yes_no=False)
-    return AnswerForm("open", question, yes_no=False)
+    wants = "date" if _WANTS_DATE.search(question) else "number" if _WANTS_NUMBER.search(question) else None
+    return AnswerForm("open", question, yes_no=False, wants=wants)
 
 
 def _offers_options(question: str) -> bool:

@@ -222,3 +222,30 @@ def test_grounding_without_yes_no() -> None:
     grounding = Grounding(["The Vistula flows through Warsaw."], yes_no=False)
     checker = GbnfChecker(build_grammar(SPEC, grounding).gbnf)
     assert checker.accepts("Thought: x\nFinal: Warsaw\n") and not checker.accepts("Thought: x\nFinal: yes\n")
+
+
+@pytest.mark.parametrize(
+    ("question", "wants"),
+    [
+        ("In which year was Marie Curie born?", "date"),
+        ("When did the Vistula flood Warsaw?", "date"),
+        ("The lake is in a county that has a population of how many inhabitants ?", "number"),
+        ("Which signee was Rookie of the Year when he was 19?", None),  # "when" inside the question
+        ("Who founded the gallery?", None),
+    ],
+)
+def test_what_an_open_question_asks_for(question: str, wants: str | None) -> None:
+    form = answer_form(question)
+    assert form.wants == wants
+    assert form.fits("1,047") and form.fits("twelve") and form.fits("Kansas") is (wants is None)
+
+
+def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Warsaw]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: 1867"],
+    )
+    trajectory = agent.run("In which year was Marie Curie born?")
+    assert trajectory.steps[1].details.refusal.reason == "kind"
+    assert "asks for a year or a date" in trajectory.steps[1].observation
+    assert trajectory.answer == "1867"

@@ -274,8 +274,6 @@ class ReActAgent(Strategy):
         details = self.details(record)
         if details.refusal is None:
             details.refusal = RefusalDetails("refused", step.final)
-        if self.callbacks.on_tool_end:
-            self.callbacks.on_tool_end("answer check", step.final, observation, True)
         state.scratchpad += scratchpad_entry(record.raw, observation)
 
     def reads(self, state: LoopState) -> bool:

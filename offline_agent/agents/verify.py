@@ -10,6 +10,9 @@ Final is not the end of the run but an Observation that says why, and the model 
   to write is nowhere in what the run has read. Observation: search for the fact that is missing.
 - `in_question`: an open question's answer repeats words of the question ("Gator Country"), which names the
   first hop, not the answer. Observation: find what the question asks about it.
+- `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
+  in it ("Kansas" for "a population of how many inhabitants?", answer_form.py). Observation: what the question
+  asks for.
 - `unopened`: the answer is the title of a document the run has not read (its title, a qualifier such as
   "(1945 film)" aside, is the answer as written): the model names a hop it has not made. The Observation is that
   document, so the model reads it before answering again (an answer that really is that entity is then
@@ -35,6 +38,8 @@ FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
 IN_QUESTION = "{answer} is named in the question, so it is not the answer. Find what the question asks: {question}"
+KIND = "The question asks for {wants}, and {answer} is not one. Find it: {question}"
+WANTS = {"date": "a year or a date", "number": "a number"}
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 
 
@@ -61,6 +66,10 @@ class VerifyAgent(ReActAgent):
             return None
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
+        if not form.fits(answer):
+            assert form.wants is not None
+            text = KIND.format(wants=WANTS[form.wants], answer=answer, question=question)
+            return self._refuse(record, "kind", answer, text)
         return self._unopened(state, record, answer)
 
     def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:

@@ -108,6 +108,21 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         if summary.get("sp_questions")
         else ""
     )
+    checks = summary.get("answer_checks") or {}
+    refused = ", ".join(f"{reason} {count}" for reason, count in (checks.get("refused_finals") or {}).items())
+    build = (checks.get("grammar_build_ms") or {}).get("median")
+    compiled = (checks.get("grammar_compile_ms") or {}).get("median")
+    grounded = (
+        f"grounding: the grammar refused the model's first choice in a Final {checks['grounding_refusals']} times "
+        f"(in {checks['questions_with_grounding_refusals']} questions); per grounded step (median of "
+        f"{checks['grounded_steps']}): grammar built in {_num(build)} ms, compiled in {_num(compiled)} ms"
+        if checks.get("grounding_refusals") is not None
+        else None
+    )
+    check_lines = [
+        *([grounded] if grounded else []),
+        *([f"answer checks refused: {refused} (in {checks['questions_with_refused_finals']} questions)"] if refused else []),
+    ]
     return [
         f"questions {summary['questions']}  EM {_pct(summary['em'])}  F1 {_pct(summary['f1'])}  "
         f"support recall {_pct(summary['support_recall'])}{facts}",
@@ -118,6 +133,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_num(tokens['prompt_per_question'])} (cached {_num(tokens['cached_per_question'])}) "
         f"generated {_num(tokens['generated_per_question'])}",
         f"stop reasons: {stops or 'none'}",
+        *check_lines,
     ]
 
 

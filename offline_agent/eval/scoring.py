@@ -101,12 +101,55 @@ def result_row(
         "prevented_moves": sum(step.details.prevented_moves for step in steps if step.details is not None)
         if rejects
         else None,
+        **answer_check_fields(steps),
         "stop_reason": trajectory.stop_reason,
         "prompt_tokens": usage.prompt_tokens,
         "cached_tokens": usage.cached_tokens if caches else None,
         "generated_tokens": usage.generated_tokens,
         "seconds": trajectory.seconds,
         "trajectory": trajectory.to_dict(),
+    }
+
+
+def answer_check_fields(steps: Sequence[Any]) -> dict[str, Any]:
+    """What grounding and the answer checks did in one run: Finals refused by reason (agents/verify.py), how often
+    a grounded grammar refused the model's first choice inside a Final, and each grounded step's grammar cost:
+    building its text here and compiling it in the backend (seconds)."""
+    details = [step.details for step in steps if step.details is not None]
+    refused = Counter(d.refusal.reason for d in details if d.refusal is not None)
+    grounded = [step for step in steps if step.details is not None and step.details.grounding is not None]
+    return {
+        "refused_finals": dict(sorted(refused.items())),
+        "grounding_refusals": sum(s.details.grounding.refused or 0 for s in grounded) if grounded else None,
+        "grounding_build_s": [s.details.grounding.build_s for s in grounded],
+        "grounding_compile_s": [round(s.timings.compile_s, 4) for s in grounded],
+    }
+
+
+def _answer_checks(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The run's totals of answer_check_fields (rows written before these fields count as none)."""
+    refused: Counter[str] = Counter()
+    for row in rows:
+        refused.update(row.get("refused_finals") or {})
+    grounded = [row for row in rows if row.get("grounding_refusals") is not None]
+    builds = [1000 * b for row in rows for b in row.get("grounding_build_s") or ()]
+    compiles = [1000 * c for row in rows for c in row.get("grounding_compile_s") or ()]
+    return {
+        "refused_finals": dict(sorted(refused.items())),
+        "questions_with_refused_finals": sum(bool(row.get("refused_finals")) for row in rows),
+        "grounding_refusals": sum(row["grounding_refusals"] for row in grounded) if grounded else None,
+        "questions_with_grounding_refusals": sum(bool(row["grounding_refusals"]) for row in grounded),
+        "grounded_steps": len(builds),
+        "grammar_build_ms": {
+            "median": _percentile(builds, 50),
+            "p90": _percentile(builds, 90),
+            "max": round(max(builds), 3) if builds else None,
+        },
+        "grammar_compile_ms": {
+            "median": _percentile(compiles, 50),
+            "p90": _percentile(compiles, 90),
+            "max": round(max(compiles), 3) if compiles else None,
+        },
     }
 
 
@@ -191,6 +234,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "total": round(sum(seconds), 3),
         },
         "stop_reasons": {reason: stops.get(reason, 0) for reason in _stop_order(stops)},
+        "answer_checks": _answer_checks(rows),
         "by_type": breakdown(rows, "type"),
         "by_level": breakdown(rows, "level"),
     }
