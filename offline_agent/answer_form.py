@@ -33,9 +33,10 @@ from offline_agent.grounding import Grounding
 KINDS = ("open", "yes_no", "choice")
 
 _AUXILIARIES = frozenset(
-    "is are was were do does did has have had can could will would shall should may might must am".split()
+    ["is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would"]
+    + ["shall", "should", "may", "might", "must", "am"]
 )
-_CHOOSERS = frozenset("which who whom whose".split())
+_CHOOSERS = frozenset(["which", "who", "whom", "whose"])
 # Words that make an "A or B" question a comparison even when its options are written in lower case.
 _COMPARING = re.compile(
     r"\b(first|last|earlier|later|older|oldest|younger|youngest|newer|higher|highest|lower|longer|longest|shorter|"

@@ -21,10 +21,18 @@ def search_tool(index, question: str = "", **settings) -> SearchTool:
 @pytest.fixture
 def linked_index(tmp_path: Path):
     records = [
-        {"id": "a", "title": "Kiss and Tell (1945 film)", "text": "Kiss and Tell is a 1945 comedy film starring "
-         "Shirley Temple as Corliss Archer. It was directed by Richard Wallace."},
-        {"id": "b", "title": "Shirley Temple", "text": "Shirley Temple Black was an American actress. She was a "
-         "child star of the 1930s. As an adult, she served as Chief of Protocol of the United States."},
+        {
+            "id": "a",
+            "title": "Kiss and Tell (1945 film)",
+            "text": "Kiss and Tell is a 1945 comedy film starring "
+            "Shirley Temple as Corliss Archer. It was directed by Richard Wallace.",
+        },
+        {
+            "id": "b",
+            "title": "Shirley Temple",
+            "text": "Shirley Temple Black was an American actress. She was a "
+            "child star of the 1930s. As an adult, she served as Chief of Protocol of the United States.",
+        },
         {"id": "c", "title": "Richard Wallace (director)", "text": "Richard Wallace was an American film director."},
         {"id": "d", "title": "forum", "text": "A forum is a meeting place. Kiss and Tell was discussed there."},
         {"id": "e", "title": "Tell", "text": "Tell is a short word. It names nothing here."},

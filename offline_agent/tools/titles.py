@@ -6,10 +6,11 @@ finds the documents whose title a text names: the search tool shows them after t
 a question that goes through an entity ("the woman who portrayed Corliss Archer") is answered in the document of
 that entity, and its name is written in the first document. A title counts as named when its words (without a
 closing qualifier: "Kiss and Tell (1945 film)" is named by "Kiss and Tell") appear in the text as they are written
-in the title, case included, on word boundaries (the longest name wins where two overlap); titles shorter than four characters or without a capital letter
-or digit are never links ("forum", "It"), so common words do not link. The mention table is built on first use,
-as a hash of every title's word sequence (up to MAX_TITLE_WORDS words), and a text is read once, trying at each
-word the sequences that start there: its cost grows with the text, not with the number of titles.
+in the title, case included, on word boundaries (the longest name wins where two overlap); titles shorter than
+four characters or without a capital letter or digit are never links ("forum", "It"), so common words do not
+link. The mention table is built on first use, as a hash of every title's word sequence (up to MAX_TITLE_WORDS
+words), and a text is read once, trying at each word the sequences that start there: its cost grows with the
+text, not with the number of titles.
 """
 
 from __future__ import annotations
@@ -123,7 +124,9 @@ class TitleTable:
     def named(self, name: str) -> list[tuple[int, str]]:
         """(first passage id, title) of the documents whose title, without its qualifier, is `name` exactly."""
         rows = self._name_index().get(hash(name), ())
-        return [(int(self.passage_ids[row]), self._titles[row]) for row in rows if bare_title(self._titles[row]) == name]
+        return [
+            (int(self.passage_ids[row]), self._titles[row]) for row in rows if bare_title(self._titles[row]) == name
+        ]
 
     def _name_index(self) -> dict[int, list[int]]:
         with self._lock:
