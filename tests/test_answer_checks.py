@@ -173,6 +173,33 @@ def test_unopened_shows_the_document_the_answer_names(tiny_index) -> None:
     assert trajectory.answer == "Vistula" and len(trajectory.steps) == 4
 
 
+def test_one_side_shows_the_compared_document_not_yet_read(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Warsaw chemist]",  # Marie Curie and Warsaw, not Pierre Curie
+            "Thought: b\nFinal: Marie Curie",
+            "Thought: c\nFinal: Pierre Curie",
+        ],
+    )
+    trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "one_side" and refused.details.refusal.answer == "Marie Curie"
+    assert refused.details.seen_titles == ["Pierre Curie"]  # only the side not read yet
+    assert refused.observation.startswith("The question also names Pierre Curie, which you have not read:")
+    assert "born in Paris in 1859" in backend.calls[2].prompt
+    assert trajectory.answer == "Pierre Curie" and trajectory.steps[2].details.refusal is None
+
+
+def test_one_side_lets_a_comparison_of_documents_read_stand(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Pierre Curie]", "Thought: b\nFinal: no"],
+    )
+    trajectory = agent.run("Were Marie Curie and Pierre Curie born in the same city?")
+    assert trajectory.answer == "no" and len(trajectory.steps) == 2
+
+
 def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_index) -> None:
     overruled = Completion(text="Thought: b\nFinal: Warsaw", finish_reason="stop", rejections=[(17, " Paris")])
     agent, backend = make(
@@ -211,7 +238,11 @@ def test_verify_is_registered_and_its_refusals_round_trip(tiny_index) -> None:
     assert agent_class("verify") is VerifyAgent
     agent, _ = make(
         tiny_index,
-        ["Thought: a\nAction: search[Marie Curie Warsaw]", "Thought: b\nFinal: Marie Curie", "Thought: c\nFinal: Warsaw"],
+        [
+            "Thought: a\nAction: search[Marie Curie Warsaw]",
+            "Thought: b\nFinal: Marie Curie",
+            "Thought: c\nFinal: Warsaw",
+        ],
     )
     trajectory = agent.run("In which city was Marie Curie born?")
     again = Trajectory.from_json(trajectory.to_json())
@@ -249,3 +280,4 @@ def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
     assert trajectory.steps[1].details.refusal.reason == "kind"
     assert "asks for a year or a date" in trajectory.steps[1].observation
     assert trajectory.answer == "1867"
+

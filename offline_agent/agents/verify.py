@@ -13,6 +13,9 @@ Final is not the end of the run but an Observation that says why, and the model 
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
   in it ("Kansas" for "a population of how many inhabitants?", answer_form.py). Observation: what the question
   asks for.
+- `one_side`: a yes/no or "A or B" question names documents the run has not read ("Are the Laleli Mosque and
+  Esma Sultan Mansion in the same neighborhood?" answered after reading only the mosque): a comparison judged from
+  one side is a guess. The Observation is those documents, so the model reads the other side before answering.
 - `unopened`: the answer is the title of a document the run has not read (its title, a qualifier such as
   "(1945 film)" aside, is the answer as written): the model names a hop it has not made. The Observation is that
   document, so the model reads it before answering again (an answer that really is that entity is then
@@ -41,10 +44,11 @@ IN_QUESTION = "{answer} is named in the question, so it is not the answer. Find 
 KIND = "The question asks for {wants}, and {answer} is not one. Find it: {question}"
 WANTS = {"date": "a year or a date", "number": "a number"}
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
+ONE_SIDE = "The question also names {titles}, which you have not read:\n{text}\nNow answer the question: {question}"
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, an unopened document) before they count."""
+    """ReAct whose Finals are checked (unread, in the question, kind, one side, unopened) before they count."""
 
     name = "verify"
     prompt_name = "verify"
@@ -63,7 +67,7 @@ class VerifyAgent(ReActAgent):
         if state.grounding is not None and refused_first_word(record.raw, turn.last_rejections):
             return self._refuse(record, "unread", answer, UNREAD.format(question=question))
         if form.kind != "open":
-            return None
+            return self._one_side(state, record, answer)
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
         if not form.fits(answer):
@@ -79,12 +83,38 @@ class VerifyAgent(ReActAgent):
     def _unopened(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
         """The `unopened` check: refuse an answer that is the title of a document the run has not read, and show
         that document (through the search tool's `open_named`; a search tool without it skips the check)."""
-        tool = self.tools.get("search") if "search" in self.tools else None
-        open_named = getattr(tool, "open_named", None)
-        if open_named is None:
+        shown = self._open(state, record, "open_named", answer)
+        if shown is None:
             return None
-        seen = {title for step in state.trajectory.steps if step.details is not None for title in step.details.seen_titles}
-        shown = open_named(answer, exclude=seen)
+        observation, titles = shown
+        text = UNOPENED.format(
+            title=titles[0] if titles else answer, text=observation, question=state.trajectory.question
+        )
+        return self._refuse(record, "unopened", answer, text)
+
+    def _one_side(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
+        """The `one_side` check: refuse the answer to a yes/no or choice question that names documents the run has
+        not read, and show them (through the search tool's `open_mentioned`)."""
+        question = state.trajectory.question
+        shown = self._open(state, record, "open_mentioned", question)
+        if shown is None:
+            return None
+        observation, titles = shown
+        text = ONE_SIDE.format(titles=" and ".join(titles), text=observation, question=question)
+        return self._refuse(record, "one_side", answer, text)
+
+    def _open(self, state: LoopState, record: StepRecord, how: str, text: str) -> tuple[str, list[str]] | None:
+        """Show the documents the search tool's `how` (open_named or open_mentioned) finds for `text` that the run
+        has not read, as this step's tool result: (the Observation, their titles), or None where there are none or
+        the search tool cannot open documents. A grounded run reads the Observation."""
+        tool = self.tools.get("search") if "search" in self.tools else None
+        opener = getattr(tool, how, None)
+        if opener is None:
+            return None
+        seen = {
+            title for step in state.trajectory.steps if step.details is not None for title in step.details.seen_titles
+        }
+        shown = opener(text, exclude=seen)
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))
         if shown is None or reported is None:
             return None
@@ -93,9 +123,7 @@ class VerifyAgent(ReActAgent):
         if self.reads(state):
             assert state.grounding is not None
             state.grounding.add(observation)
-        title = reported.titles[0] if reported.titles else answer
-        text = UNOPENED.format(title=title, text=observation, question=state.trajectory.question)
-        return self._refuse(record, "unopened", answer, text)
+        return observation, list(reported.titles)
 
 
 def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:

@@ -155,6 +155,15 @@ class SearchTool(_ThreadDetails):
         passages = [self.session.index.passage(pid) for pid, _ in found[: self.session.settings.k]]
         return self._show(name, passages, [None] * len(passages), [])
 
+    def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
+        """The Observation of the documents `text` names (titles.TitleTable.mentions: their bare title written in
+        it), up to k, those titled in `exclude` left out; None when it names no other document."""
+        found = self.session.titles().mentions(text, exclude=exclude)
+        if not found:
+            return None
+        passages = [self.session.index.passage(pid) for pid, _ in found[: self.session.settings.k]]
+        return self._show(text, passages, [None] * len(passages), [])
+
     def _show(self, query: str, passages: list[Any], scores: list[Any], linked: list[Any]) -> str:
         """The Observation of found passages and linked documents; sets last_details and lookup's document."""
         session = self.session
