@@ -16,6 +16,8 @@ recorded with the calls, as {"warm": hash}.
 
 Record again (only when a change of behaviour is intended, and say so in the commit):
     nice -n 19 .venv/bin/python tests/strategy_golden.py record [scripted|smollm]
+Record only the real runs smollm.json lacks (a new strategy or setting), keeping the recorded ones as they are:
+    nice -n 19 .venv/bin/python tests/strategy_golden.py extend smollm
 Compare the current code against the recordings, printing the first differences:
     nice -n 19 .venv/bin/python tests/strategy_golden.py check [scripted|smollm]
 """
@@ -38,7 +40,7 @@ GOLDEN = HERE / "golden" / "strategies"
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from offline_agent.agents import AgentCallbacks, AgentConfig, agent_class  # noqa: E402
+from offline_agent.agents import ANSWER_DEFAULTS, DEFAULT_AGENT, AgentCallbacks, AgentConfig, agent_class  # noqa: E402
 from offline_agent.backends import ScriptedBackend  # noqa: E402
 from offline_agent.backends.base import gbnf_of  # noqa: E402
 from offline_agent.errors import ContextOverflowError  # noqa: E402
@@ -56,7 +58,7 @@ TINY_CORPUS = {
     "pierre-curie.md": "# Pierre Curie\n\nPierre Curie was a French physicist born in Paris in 1859. "
     "He shared the 1903 Nobel Prize in Physics with Marie Curie.",
 }
-STRATEGIES = ("react", "act", "cot", "standard", "knowagent", "critic", "plan")
+STRATEGIES = ("react", "act", "cot", "standard", "knowagent", "critic", "plan", "verify")
 
 
 def sha(text: str | None) -> str | None:
@@ -817,6 +819,8 @@ def real_runs() -> list[tuple[str, str, list[Turn], dict[str, Any]]]:
         ("react", questions[1], [], {"min_searches": 2}),
         ("knowagent", questions[2], [], {"grounded": True, "first_search": True}),
     ]
+    # the product's defaults (the CLI's): verify with grounded, answer-form Finals and sentence evidence with links
+    runs += [(DEFAULT_AGENT, question, [], dict(ANSWER_DEFAULTS)) for question in questions]
     return runs
 
 
@@ -830,10 +834,29 @@ def sample_index() -> Any:
     return open_corpus(ROOT / "corpora" / "sample" / "docs")
 
 
-def run_real(backend: Any, index: Any, on_run: Callable[[str, str], None] | None = None) -> dict[str, Any]:
-    """Every real run on `backend` (reset before each, so a run never depends on the cache of the one before)."""
+def run_key(name: str, question: str, history: Sequence[dict[str, Any]], settings: dict[str, Any]) -> str:
+    return json.dumps([name, question, list(history), settings], sort_keys=True)
+
+
+def run_real(
+    backend: Any,
+    index: Any,
+    on_run: Callable[[str, str], None] | None = None,
+    kept: Sequence[dict[str, Any]] = (),
+    kept_backend: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Every real run on `backend` (reset before each, so a run never depends on the cache of the one before); a
+    run recorded in `kept` (same strategy, question, history and settings) is taken from there, not run again,
+    with `kept_backend`, the backend description it was recorded with. A run recorded now under a description
+    other than `kept_backend` carries its own ("backend"), which replay_real uses for it."""
+    recorded = {run_key(r["agent"], r["question"], r["history"], r["settings"]): r for r in kept}
+    meta = backend_meta(backend)
     runs = []
     for name, question, history, settings in real_runs():
+        key = run_key(name, question, [turn.to_dict() for turn in history], settings)
+        if key in recorded:
+            runs.append(recorded[key])
+            continue
         if on_run:
             on_run(name, question)
         if hasattr(backend, "llm"):
@@ -851,16 +874,17 @@ def run_real(backend: Any, index: Any, on_run: Callable[[str, str], None] | None
                 "calls": recorder.calls,
                 "counts": recorder.counts,
                 "trajectory": normalise(trajectory),
+                **({"backend": meta} if kept_backend is not None and meta != kept_backend else {}),
             }
         )
-    return {"backend": backend_meta(backend), "runs": runs}
+    return {"backend": kept_backend if kept_backend is not None else meta, "runs": runs}
 
 
 def replay_real(recorded: dict[str, Any], index: Any) -> list[dict[str, Any]]:
     """The recorded real runs again, each on a ReplayBackend: the normalised trajectories they build now."""
     out = []
     for run in recorded["runs"]:
-        backend = ReplayBackend(recorded["backend"], run["calls"], run["counts"])
+        backend = ReplayBackend(run.get("backend", recorded["backend"]), run["calls"], run["counts"])
         strategy = agent_class(run["agent"])
         agent = strategy(backend, build_tools(index, agent_tools(strategy)), real_config(**run["settings"]))
         history = [Turn.from_dict(turn) for turn in run["history"]]
@@ -920,21 +944,26 @@ def read_golden(kind: str) -> Any:
 
 
 def main(argv: Sequence[str]) -> int:
-    if not argv or argv[0] not in ("record", "check"):
+    if not argv or argv[0] not in ("record", "extend", "check"):
         print(__doc__)
         return 2
     action, kinds = argv[0], list(argv[1:]) or ["scripted", "smollm"]
     status = 0
     for kind in kinds:
         started = time.monotonic()
+        if action == "extend" and kind != "smollm":
+            print(f"extend records only smollm's real runs, not {kind!r}", file=sys.stderr)
+            return 2
         if kind == "scripted":
             data = run_scripted()
         elif kind == "smollm":
-            data = run_real(load_small_backend(), sample_index(), lambda a, q: print(f"  {a}: {q}", file=sys.stderr))
+            kept = read_golden(kind) if action == "extend" else {"runs": (), "backend": None}
+            show = lambda a, q: print(f"  {a}: {q}", file=sys.stderr)  # noqa: E731
+            data = run_real(load_small_backend(), sample_index(), show, kept["runs"], kept["backend"])
         else:
             print(f"unknown kind {kind!r}; choose from scripted, smollm", file=sys.stderr)
             return 2
-        if action == "record":
+        if action in ("record", "extend"):
             write_golden(kind, data)
             print(f"{kind}: recorded {golden_path(kind)} in {time.monotonic() - started:.1f} s")
             continue
