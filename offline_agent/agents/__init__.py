@@ -7,7 +7,15 @@ module and one `register_strategy` line (the README shows one).
 
 from __future__ import annotations
 
-from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState, Strategy
+from offline_agent.agents.base import (
+    ANSWER_DEFAULTS,
+    DEFAULT_AGENT,
+    AgentCallbacks,
+    AgentConfig,
+    RunState,
+    Strategy,
+    default_config,
+)
 from offline_agent.agents.critic import CriticAgent
 from offline_agent.agents.knowagent import KnowAgent
 from offline_agent.agents.plan import PlanAgent
@@ -50,6 +58,8 @@ def agent_class(name: str) -> type[Strategy]:
 
 __all__ = [
     "AGENTS",
+    "ANSWER_DEFAULTS",
+    "DEFAULT_AGENT",
     "AgentCallbacks",
     "AgentConfig",
     "JsonCall",
@@ -60,5 +70,6 @@ __all__ = [
     "Strategy",
     "TurnResult",
     "agent_class",
+    "default_config",
     "register_strategy",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from offline_agent.agents import AGENTS
+from offline_agent.agents import AGENTS, DEFAULT_AGENT
 from offline_agent.agents.scope import read_scope
 from offline_agent.cli.options import (
     action_graph_option,
@@ -121,7 +121,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     )
     check_lines = [
         *([grounded] if grounded else []),
-        *([f"answer checks refused: {refused} (in {checks['questions_with_refused_finals']} questions)"] if refused else []),
+        *(
+            [f"answer checks refused: {refused} (in {checks['questions_with_refused_finals']} questions)"]
+            if refused
+            else []
+        ),
     ]
     return [
         f"questions {summary['questions']}  EM {_pct(summary['em'])}  F1 {_pct(summary['f1'])}  "
@@ -145,7 +149,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 @click.argument("dataset", type=click.Path(path_type=Path))
 @click.option(
     "--agent",
-    default="react",
+    default=DEFAULT_AGENT,
     show_default=True,
     metavar="|".join(AGENTS),
     help=f"Strategy: one of {', '.join(AGENTS)}.",

@@ -116,6 +116,7 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
 def control_options() -> Decorator:
     """--early-stopping, --grounded and --budget-hint: what the last step may do, what an answer may say, and
     whether the model sees its budget."""
+    from offline_agent.agents import ANSWER_DEFAULTS
     from offline_agent.agents.react import EARLY_STOPPING
 
     return _stack(
@@ -130,14 +131,14 @@ def control_options() -> Decorator:
             ),
             click.option(
                 "--grounded/--no-grounded",
-                default=False,
+                default=ANSWER_DEFAULTS["grounded"],
                 show_default=True,
                 help="The Final answer may only be a span of the question or of what the searches returned (or "
                 "yes/no): each step's grammar is rebuilt from what the run has read.",
             ),
             click.option(
                 "--answer-form/--no-answer-form",
-                default=False,
+                default=ANSWER_DEFAULTS["answer_form"],
                 show_default=True,
                 help="With --grounded, the Final takes the form the question asks for: yes or no for a yes/no "
                 "question, one of the options of an 'A or B' question, else a span of what the searches returned "
@@ -179,7 +180,7 @@ def control_options() -> Decorator:
 def session_options(*, corpus: bool = True) -> Decorator:
     """The corpus (unless `corpus` is False: `mcp` takes --index), the strategy and the grammar switch of a session
     that answers questions (ask, chat, mcp)."""
-    from offline_agent.agents import AGENTS
+    from offline_agent.agents import AGENTS, DEFAULT_AGENT
 
     corpus_option = click.option(
         "--corpus",
@@ -191,7 +192,11 @@ def session_options(*, corpus: bool = True) -> Decorator:
         [
             *([corpus_option] if corpus else []),
             click.option(
-                "--agent", type=click.Choice(sorted(AGENTS)), default="react", show_default=True, help="Agent strategy."
+                "--agent",
+                type=click.Choice(sorted(AGENTS)),
+                default=DEFAULT_AGENT,
+                show_default=True,
+                help="Agent strategy (verify: ReAct whose Finals are checked before they count).",
             ),
             click.option(
                 "--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step)."
@@ -202,18 +207,23 @@ def session_options(*, corpus: bool = True) -> Decorator:
 
 def evidence_options() -> Decorator:
     """--search-k, --snippets and --title-boost: what a search shows the model."""
+    from offline_agent.agents import ANSWER_DEFAULTS
     from offline_agent.tools.corpus import SNIPPETS
 
     return _stack(
         [
             click.option(
-                "--search-k", type=click.IntRange(1, 20), default=3, show_default=True, help="Passages per search."
+                "--search-k",
+                type=click.IntRange(1, 20),
+                default=ANSWER_DEFAULTS["search_k"],
+                show_default=True,
+                help="Passages per search.",
             ),
             click.option(
                 "--snippets",
                 "snippet",
                 type=click.Choice(SNIPPETS),
-                default="head",
+                default=ANSWER_DEFAULTS["snippet"],
                 show_default=True,
                 help="What a search shows of each passage: its head (first 600 characters), or its first sentence "
                 "and the --sentences - 1 others that best match the query and the question.",
@@ -221,7 +231,7 @@ def evidence_options() -> Decorator:
             click.option(
                 "--sentences",
                 type=click.IntRange(1, 20),
-                default=3,
+                default=ANSWER_DEFAULTS["sentences"],
                 show_default=True,
                 help="With --snippets sentences: sentences shown per passage, its first one included.",
             ),
@@ -234,14 +244,14 @@ def evidence_options() -> Decorator:
             click.option(
                 "--observation-tokens",
                 type=click.IntRange(32, 4096),
-                default=320,
+                default=ANSWER_DEFAULTS["observation_tokens"],
                 show_default=True,
                 help="An Observation longer than this many tokens is cut (at a word, marked with ...).",
             ),
             click.option(
                 "--links",
                 type=click.IntRange(0, 20),
-                default=0,
+                default=ANSWER_DEFAULTS["links"],
                 show_default=True,
                 help="Also show up to N documents that the found passages name (their title is written in a "
                 "passage), after the passages: the next hop of a question, without another search.",

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent import __version__
-from offline_agent.agents import AgentConfig, Strategy, agent_class
+from offline_agent.agents import ANSWER_DEFAULTS, DEFAULT_AGENT, AgentConfig, Strategy, agent_class
 from offline_agent.agents.knowagent import check_action_graph
 from offline_agent.backends.registry import BackendOptions, backend_entry, canonical_backend_name
 from offline_agent.errors import ConfigError, ModelError, OfflineAgentError
@@ -53,7 +53,7 @@ class EvalOptions:
 
     dataset: Path
     model: str | None = None
-    agent: str = "react"
+    agent: str = DEFAULT_AGENT
     setting: str | None = None
     pool: Path | None = None
     grammar: bool = True
@@ -68,14 +68,14 @@ class EvalOptions:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     early_stopping: str = "generate"
     budget_hint: bool = False
-    grounded: bool = False
-    answer_form: bool = False
-    search_k: int = 3
-    snippet: str = "head"
-    sentences: int = 3
+    grounded: bool = ANSWER_DEFAULTS["grounded"]
+    answer_form: bool = ANSWER_DEFAULTS["answer_form"]
+    search_k: int = ANSWER_DEFAULTS["search_k"]
+    snippet: str = ANSWER_DEFAULTS["snippet"]
+    sentences: int = ANSWER_DEFAULTS["sentences"]
     title_boost: bool = False
-    links: int = 0
-    observation_tokens: int = 320
+    links: int = ANSWER_DEFAULTS["links"]
+    observation_tokens: int = ANSWER_DEFAULTS["observation_tokens"]
     min_searches: int = 0
     samples: int = 1
     first_search: bool = False
