@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,25 @@ def cli_env(home: Path | None = None) -> dict[str, str]:
     if home is not None:
         env["OFFLINE_AGENT_HOME"] = str(home)
     return env
+
+
+def plain_settings() -> dict[str, Any]:
+    """EvalOptions fields for react with AgentConfig()'s answer settings (no grounding, no checks, passage heads):
+    the plain engine that tests written for its steps run, now that eval, ask and chat default to verify with
+    ANSWER_DEFAULTS."""
+    from offline_agent.agents import ANSWER_DEFAULTS, AgentConfig
+
+    plain = AgentConfig()
+    return {"agent": "react", **{key: getattr(plain, key) for key in ANSWER_DEFAULTS}}
+
+
+def plain_flags() -> list[str]:
+    """The same as command-line options of ask, chat and eval."""
+    flags: list[str] = []
+    for key, value in plain_settings().items():
+        name = "snippets" if key == "snippet" else key.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(f"--{name}" if value else f"--no-{name}")
+        else:
+            flags += [f"--{name}", str(value)]
+    return flags

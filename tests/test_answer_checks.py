@@ -282,17 +282,26 @@ def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
     assert trajectory.answer == "1867"
 
 
+def command_context(command: str, args: list[str]):
+    """The click context of `offline-agent COMMAND ARGS` as the CLI parses it, under the main group's context (a
+    command parsed alone would cache a help option without -h, which the help tests then miss)."""
+    import click
+
+    from offline_agent.cli import _register, cli
+
+    _register()
+    parent = click.Context(cli, info_name="offline-agent", **cli.context_settings)
+    return cli.commands[command].make_context(command, args, parent=parent)
+
+
 @pytest.mark.parametrize("command", ["ask", "chat", "mcp"])
 def test_the_commands_default_to_the_measured_answer_settings(command: str) -> None:
     """ask, chat and mcp build their AgentConfig from their options; with none given it is default_config() and
     the strategy is verify (eval: the next test)."""
-    import importlib
-
     from offline_agent.agents import DEFAULT_AGENT, default_config
     from offline_agent.cli.options import agent_config
 
-    cli = getattr(importlib.import_module(f"offline_agent.cli.{command}"), command)
-    ctx = cli.make_context(command, ["a question"] if command == "ask" else [])
+    ctx = command_context(command, ["a question"] if command == "ask" else [])
     params = {key: value for key, value in ctx.params.items() if key != "scope"}
     assert params["agent"] == DEFAULT_AGENT == "verify"
     assert agent_config(params) == default_config()
@@ -300,12 +309,11 @@ def test_the_commands_default_to_the_measured_answer_settings(command: str) -> N
 
 def test_eval_options_default_to_the_measured_answer_settings(tmp_path) -> None:
     from offline_agent.agents import ANSWER_DEFAULTS, DEFAULT_AGENT, default_config
-    from offline_agent.cli.eval import eval_command
     from offline_agent.eval.runner import EvalOptions
 
     options = EvalOptions(dataset=tmp_path / "questions.jsonl")
     assert options.agent == DEFAULT_AGENT and options.agent_config() == default_config()
-    ctx = eval_command.make_context("eval", [str(tmp_path)])
+    ctx = command_context("eval", [str(tmp_path)])
     assert ctx.params["agent"] == DEFAULT_AGENT
     assert {key: ctx.params[key] for key in ANSWER_DEFAULTS} == ANSWER_DEFAULTS
     # the plain engine stays what the scripted tests and recorded runs pin

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support import plain_flags
 
 from offline_agent.agents import AgentConfig
 from offline_agent.backends import ScriptedBackend
@@ -38,7 +39,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedBackend:
 def chat(cli, tiny_corpus: Path, text: str, *args: str):
     return CliRunner().invoke(
         cli,
-        ["chat", "--corpus", str(tiny_corpus), *args],
+        ["chat", "--corpus", str(tiny_corpus), *plain_flags(), *args],
         input=text,
         prog_name="offline-agent",
         catch_exceptions=False,

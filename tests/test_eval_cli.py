@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support import plain_flags
 from test_eval_runner import QUESTIONS, ROOT, SCRIPT, outputs
 
 from offline_agent.backends import ScriptedBackend
@@ -101,8 +102,10 @@ def test_a_model_failing_mid_run(cli, questions: Path, tiny_corpus: Path, tmp_pa
 def test_another_config_in_the_same_folder(cli, questions: Path, tiny_corpus: Path, tmp_path: Path, scripted) -> None:
     scripted.enqueue(*outputs("q1"))
     args = ["eval", str(questions), "--pool", str(tiny_corpus), "--out", str(tmp_path / "run"), "--limit", "1"]
-    assert invoke(cli, *args).exit_code == 0
-    one_line_error(invoke(cli, *args, "--agent", "act"), "another configuration (agent: 'react' there, 'act' now")
+    assert invoke(cli, *args, *plain_flags()).exit_code == 0
+    one_line_error(
+        invoke(cli, *args, *plain_flags(), "--agent", "act"), "another configuration (agent: 'react' there, 'act' now"
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support import plain_settings
 from test_eval_cli import cli  # noqa: F401  (the fixture)
 from test_eval_datasets import write_hotpot
 from test_eval_runner import QUESTIONS, outputs
@@ -78,7 +79,7 @@ def test_report_with_levels_plots_them(cli, tmp_path: Path) -> None:  # noqa: F8
     needs_matplotlib()
     run = tmp_path / "hotpot-run"
     run_evaluation(
-        EvalOptions(write_hotpot(tmp_path / "h.json"), out=run),
+        EvalOptions(write_hotpot(tmp_path / "h.json"), out=run, **plain_settings()),
         backend=ScriptedBackend(["Thought: x\nFinal: Lunne", "Thought: x\nFinal: Orvik Bridge"]),
     )
     result = report(cli, str(run), "--out", str(tmp_path / "report"))

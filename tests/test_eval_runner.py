@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support import plain_settings
 
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ModelError, OfflineAgentError
@@ -70,7 +71,7 @@ def questions(tmp_path: Path) -> Path:
 
 
 def options(questions: Path, pool: Path, out: Path, **extra) -> EvalOptions:
-    return EvalOptions(dataset=questions, pool=pool, out=out, **extra)
+    return EvalOptions(dataset=questions, pool=pool, out=out, **{**plain_settings(), **extra})
 
 
 def test_a_whole_run(questions: Path, tiny_corpus: Path, tmp_path: Path) -> None:
@@ -245,7 +246,7 @@ def test_distractor_setting_searches_each_questions_context(tmp_path: Path) -> N
             "Thought: x\nFinal: Selma Tunnel",
         ]
     )
-    summary = run_evaluation(EvalOptions(dataset=dataset, out=tmp_path / "run"), backend=backend)
+    summary = run_evaluation(EvalOptions(dataset=dataset, out=tmp_path / "run", **plain_settings()), backend=backend)
     rows = RunFolder(tmp_path / "run").read_results()
     # q1 searched for the Selma Tunnel, which only q2's context holds: it found its own paragraphs only
     assert rows[0]["seen_titles"] == ["Edda Morlin", "Kessa"]

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support import SHARED_DATA, needs_shared_data
+from support import SHARED_DATA, needs_shared_data, plain_settings
 from test_eval_datasets import HOTPOT, write_hotpot
 
 from offline_agent.backends import ScriptedBackend
@@ -192,11 +192,15 @@ SCRIPT = [
 def test_predictions_json_is_written_after_each_result_and_on_resume(tmp_path: Path) -> None:
     dataset = write_hotpot(tmp_path / "hotpot.json")
     out = tmp_path / "run"
-    run_evaluation(EvalOptions(dataset=dataset, out=out, limit=1), backend=ScriptedBackend(SCRIPT[:3]))
+    run_evaluation(
+        EvalOptions(dataset=dataset, out=out, limit=1, **plain_settings()), backend=ScriptedBackend(SCRIPT[:3])
+    )
     first = json.loads((out / "predictions.json").read_text())
     assert first["answer"] == {"h1": "Lunne"} and set(first["sp"]) == {"h1"}
     assert ["Kessa", 1] in first["sp"]["h1"] and ["Edda Morlin", 0] in first["sp"]["h1"]
-    summary = run_evaluation(EvalOptions(dataset=dataset, out=out), backend=ScriptedBackend(SCRIPT[3:]))
+    summary = run_evaluation(
+        EvalOptions(dataset=dataset, out=out, **plain_settings()), backend=ScriptedBackend(SCRIPT[3:])
+    )
     predictions = json.loads((out / "predictions.json").read_text())
     assert predictions["answer"] == {"h1": "Lunne", "h2": "Orvik Bridge"}
     assert predictions["sp"]["h1"] == first["sp"]["h1"] and predictions["sp"]["h2"] == [["Selma Tunnel", 0]]
@@ -211,14 +215,18 @@ def test_predictions_json_is_written_after_each_result_and_on_resume(tmp_path: P
 def test_a_row_from_before_supporting_facts_gets_them_on_resume(tmp_path: Path) -> None:
     dataset = write_hotpot(tmp_path / "hotpot.json")
     out = tmp_path / "run"
-    run_evaluation(EvalOptions(dataset=dataset, out=out, limit=1), backend=ScriptedBackend(SCRIPT[:3]))
+    run_evaluation(
+        EvalOptions(dataset=dataset, out=out, limit=1, **plain_settings()), backend=ScriptedBackend(SCRIPT[:3])
+    )
     results = out / "results.jsonl"
     old = json.loads(results.read_text())
     for name in ("sp", "supporting_facts", "sp_em", "sp_f1", "sp_precision", "sp_recall", "joint_em", "joint_f1"):
         del old[name]
     results.write_text(json.dumps(old) + "\n")
     (out / "predictions.json").unlink()
-    summary = run_evaluation(EvalOptions(dataset=dataset, out=out), backend=ScriptedBackend(SCRIPT[3:]))
+    summary = run_evaluation(
+        EvalOptions(dataset=dataset, out=out, **plain_settings()), backend=ScriptedBackend(SCRIPT[3:])
+    )
     predictions = json.loads((out / "predictions.json").read_text())
     assert ["Kessa", 1] in predictions["sp"]["h1"] and summary["sp_questions"] == 2
     assert "sp" not in json.loads(results.read_text().splitlines()[0])  # results.jsonl is only ever appended to

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fake_servers import PROBE, FakeServer, answer_for
+from support import plain_settings
 
 from offline_agent.backends import Backend, build_backend
 from offline_agent.backends.http import HttpBackend
@@ -141,6 +142,7 @@ def test_eval_concurrency_gives_the_same_results_in_dataset_order(tiny_corpus: P
                 backend="http",
                 concurrency=n,
                 max_steps=3,
+                **plain_settings(),
             )
             options.backend_options = options.backend_options.__class__(server_url=server.url)
             run = prepare_evaluation(options)
