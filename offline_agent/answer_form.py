@@ -20,6 +20,10 @@ rules misread loses only the restriction, since every form still allows what was
 An open question may also say what kind of thing it asks for (`wants`): a year or date ("In which year ...",
 "When was ..."), or a number ("How many ...", "how much", "how old", ...). An answer of that kind has a digit or a
 number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?").
+A "which/what NOUN" question names the kind of thing it asks for (`asks_for`: "river" in "Which river flows
+through the birth city of James Joyce?"); verify.py refuses an answer whose own document does not say it is one
+(Dublin, "the capital and largest city of Ireland", the first hop of that question). Words that name no kind of
+thing ("What is", "which one", "what type of") ask for nothing in particular.
 Limits: English questions only; a question in another language is `open`, and wants nothing in particular.
 """
 
@@ -47,6 +51,42 @@ _COMPARING = re.compile(
 _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b", re.IGNORECASE)
+_KIND_WORD = r"([^\W\d_]+(?:-[^\W\d_]+)*)"
+_ASKS_FOR = re.compile(rf"\b(?:which|what)\s+{_KIND_WORD}(?:\s+{_KIND_WORD})?(?:\s+{_KIND_WORD})?", re.IGNORECASE)
+# After which/what: words that are not a kind of thing (verbs, articles, prepositions, generic nouns, properties);
+# the kind asked for is read up to the first of them.
+_NOT_A_KIND = frozenset(
+    [*_AUXILIARIES, "the", "a", "an", "of", "in", "on", "at", "for", "from", "to", "by", "with", "that", "which"]
+    + ["through", "into", "about", "after", "before", "during", "under", "over", "near", "between", "as", "than"]
+    + ["and", "or", "not", "did", "also"]
+    + ["who", "one", "ones", "type", "types", "kind", "kinds", "sort", "name", "names", "part", "other", "else"]
+    + ["year", "years", "date", "decade", "century", "number", "time", "day", "month"]
+    # a property of the thing asked about, not a kind of thing a document is about
+    + ["nationality", "profession", "professions", "occupation", "occupations", "role", "roles", "distinction"]
+    + ["field", "fields", "way", "ways", "genre", "genres"]
+    # adjectives that come before a kind the question may capitalise ("which former Governor of Arkansas")
+    + ["former", "current", "first", "last", "same", "only", "famous"]
+)
+# Words that follow a verb, not a noun, right after the kind ("flows through", "hosted the").
+_VERB_OBJECTS = frozenset(["the", "a", "an", "through", "in", "on", "at", "into", "from", "to", "by", "with", "near"])
+# Words a document's first sentence uses for a kind the questions ask for ("Warsaw is the capital of Poland" says
+# it is a city): a definition often names the narrower kind.
+_ALSO_CALLED: dict[str, tuple[str, ...]] = {
+    "city": ("capital", "town", "municipality", "metropolis", "village", "port", "commune", "borough"),
+    "town": ("city", "village", "municipality", "commune", "borough", "suburb"),
+    "place": ("city", "town", "village", "country", "region", "area"),
+    "country": ("nation", "state", "kingdom", "republic"),
+    "film": ("movie", "documentary"),
+    "movie": ("film", "documentary"),
+    "show": ("series", "programme", "program", "sitcom"),
+    "actor": ("actress",),
+    "author": ("writer", "novelist", "poet", "playwright", "journalist"),
+    "writer": ("author", "novelist", "poet", "playwright", "journalist", "screenwriter"),
+    "band": ("group", "duo", "trio"),
+    "group": ("band", "duo", "trio"),
+    "company": ("corporation", "business", "firm", "manufacturer", "retailer", "chain", "conglomerate"),
+    "person": ("man", "woman", "actor", "actress", "singer", "writer", "politician", "player"),
+}
 _WANTS_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|old|tall|high|far|large|big|deep|wide)\b", re.IGNORECASE)
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
@@ -64,10 +104,20 @@ class AnswerForm:
     question: str
     yes_no: bool
     wants: str | None = None  # "date" or "number": what an open question asks for, when it says
+    asks_for: tuple[str, ...] = ()  # the words of "which/what NOUN" naming the kind of thing asked for
 
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular)."""
         return self.wants is None or bool(_NUMBER.search(answer))
+
+    def describes(self, text: str) -> bool:
+        """Whether `text` (a document's first sentence) names the kind of thing the question asks for, a plural
+        or singular of one of its words (always, when it asks for nothing in particular)."""
+        if not self.asks_for:
+            return True
+        words = {_singular(word.lower()) for word in _WORD.findall(text)}
+        kinds = {_singular(word) for word in self.asks_for}
+        return any(kind in words or words.intersection(_ALSO_CALLED.get(kind, ())) for kind in kinds)
 
     @property
     def reads_observations(self) -> bool:
@@ -90,7 +140,44 @@ def answer_form(question: str) -> AnswerForm:
     if first in _CHOOSERS and offers:
         return AnswerForm("choice", question, yes_no=False)
     wants = "date" if _WANTS_DATE.search(question) else "number" if _WANTS_NUMBER.search(question) else None
-    return AnswerForm("open", question, yes_no=False, wants=wants)
+    return AnswerForm("open", question, yes_no=False, wants=wants, asks_for=() if wants else _kind_asked(question))
+
+
+def _kind_asked(question: str) -> tuple[str, ...]:
+    """Up to three words after the question's first which/what, up to the first that names no kind of thing or looks
+    like a verb ("river" in "Which river flows through ...", "government position" in "What government position was
+    held ..."); a capitalised word is a name, not a kind ("German" in "Which German project ..."), and is left out."""
+    match = _ASKS_FOR.search(question)
+    if match is None:
+        return ()
+    words = [group for group in match.groups() if group]
+    following = question[match.end() :].split()[:1]
+    kind: list[str] = []
+    for position, word in enumerate(words):
+        after = (words[position + 1 :] + following)[:1]
+        if word.lower() in _NOT_A_KIND or (position and _looks_like_a_verb(word, after)):
+            break
+        if not word[0].isupper():
+            kind.append(word.lower())
+    return tuple(kind)
+
+
+def _looks_like_a_verb(word: str, after: list[str]) -> bool:
+    """A word ending in -s or -ed that an article or a preposition follows ("flows" in "Which river flows through
+    ...", "hosted" in "What city hosted the ..."): a verb, not part of the kind asked for."""
+    ends_like_a_verb = word.endswith("ed") or (word.endswith("s") and not word.endswith("ss"))
+    return ends_like_a_verb and bool(after) and after[0].lower() in _VERB_OBJECTS
+
+
+def _singular(word: str) -> str:
+    """A crude singular, enough to match "rivers" with "river" and "churches" with "church"."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
 
 
 def _offers_options(question: str) -> bool:

@@ -282,6 +282,62 @@ def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
     assert trajectory.answer == "1867"
 
 
+@pytest.mark.parametrize(
+    ("question", "asks_for"),
+    [
+        ("Which river flows through the birth city of James Joyce?", ("river",)),
+        ("What city hosted the 1936 Summer Olympics?", ("city",)),
+        ("Which films by the director of Jaws won an Oscar?", ("films",)),
+        ("What government position was held by the woman who portrayed Corliss Archer?", ("government", "position")),
+        ("In which city was the composer of The Magic Flute born?", ("city",)),
+        ("This singer of A Rather Blustery Day also voiced what hedgehog?", ("hedgehog",)),
+        ("Which contest in California pays homage to an American novelist?", ("contest",)),
+        ("What is the capital of Poland?", ()),  # "is": no kind named
+        ("Which one of them was born first?", ()),
+        ("What type of music do they play?", ()),
+        ("Robert Suettinger served under which former Governor of Arkansas?", ()),
+        ("What nationality was the architect of the Sydney Opera House?", ()),  # a property, not a document's kind
+        ("In which year was Marie Curie born?", ()),  # a date: the kind check's business
+        ("Who was born first, Marie Curie or Pierre Curie?", ()),  # a choice
+    ],
+)
+def test_the_kind_of_thing_a_question_asks_for(question: str, asks_for: tuple[str, ...]) -> None:
+    assert answer_form(question).asks_for == asks_for
+
+
+def test_a_first_sentence_describes_the_kind_asked_for_in_singular_or_plural() -> None:
+    form = answer_form("Which churches stand in the old town of Gdansk?")
+    assert form.describes("St. Mary's Church is a Gothic church in Gdansk.")
+    assert not form.describes("Gdansk is a port city on the Baltic coast.")
+    assert answer_form("What is the capital of Poland?").describes("anything at all")
+
+
+def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Warsaw]",
+            "Thought: b\nFinal: Warsaw",  # the birth city: a hop, not a river
+            "Thought: c\nFinal: Vistula",  # not read yet: unopened shows it
+            "Thought: d\nFinal: Vistula",
+        ],
+    )
+    trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "asks_for" and refused.details.refusal.answer == "Warsaw"
+    assert refused.observation.startswith(
+        "Warsaw is not what the question asks for (river): Warsaw is the capital of Poland.\nFind it:"
+    )
+    assert "Observation: Warsaw is not what the question asks for" in backend.calls[2].prompt
+    assert trajectory.answer == "Vistula" and trajectory.steps[3].details.refusal is None
+
+
+def test_asks_for_lets_an_answer_of_that_kind_stand(tiny_index) -> None:
+    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Vistula Warsaw]", "Thought: b\nFinal: Vistula"])
+    trajectory = agent.run("Which river flows through Warsaw?")
+    assert trajectory.answer == "Vistula" and len(trajectory.steps) == 2
+
+
 def command_context(command: str, args: list[str]):
     """The click context of `offline-agent COMMAND ARGS` as the CLI parses it, under the main group's context (a
     command parsed alone would cache a help option without -h, which the help tests then miss)."""

@@ -13,6 +13,10 @@ Final is not the end of the run but an Observation that says why, and the model 
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
   in it ("Kansas" for "a population of how many inhabitants?", answer_form.py). Observation: what the question
   asks for.
+- `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") is
+  answered with the title of a document whose first sentence does not say it is one ("Dublin": "Dublin is the
+  capital and largest city of Ireland"): the answer is a hop on the way, not the thing asked for. Observation:
+  that sentence and what the question asks for.
 - `one_side`: a yes/no or "A or B" question names documents the run has not read ("Are the Laleli Mosque and
   Esma Sultan Mansion in the same neighborhood?" answered after reading only the mosque): a comparison judged from
   one side is a guess. The Observation is those documents, so the model reads the other side before answering.
@@ -32,7 +36,7 @@ from collections.abc import Sequence
 
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import TurnResult
-from offline_agent.answer_form import answer_form, in_question
+from offline_agent.answer_form import AnswerForm, answer_form, in_question
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.steps import Step, StepRecord
 
@@ -44,11 +48,12 @@ IN_QUESTION = "{answer} is named in the question, so it is not the answer. Find 
 KIND = "The question asks for {wants}, and {answer} is not one. Find it: {question}"
 WANTS = {"date": "a year or a date", "number": "a number"}
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
+ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
 ONE_SIDE = "The question also names {titles}, which you have not read:\n{text}\nNow answer the question: {question}"
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, kind, one side, unopened) before they count."""
+    """ReAct whose Finals are checked (unread, in the question, kind, asks for, one side, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -74,11 +79,24 @@ class VerifyAgent(ReActAgent):
             assert form.wants is not None
             text = KIND.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
-        return self._unopened(state, record, answer)
+        return self._unopened(state, record, answer) or self._asks_for(form, record, answer)
 
     def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:
         self.details(record).refusal = RefusalDetails(reason, answer)
         return observation
+
+    def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
+        """The `asks_for` check: refuse an answer that is the title of a document whose first sentence does not
+        name the kind of thing the question asks for (through the search tool's `definition`)."""
+        tool = self.tools.get("search") if "search" in self.tools else None
+        definition = getattr(tool, "definition", None)
+        if not form.asks_for or definition is None:
+            return None
+        sentence = definition(answer)
+        if sentence is None or form.describes(sentence):
+            return None
+        text = ASKS_FOR.format(kind=" ".join(form.asks_for), answer=answer, definition=sentence, question=form.question)
+        return self._refuse(record, "asks_for", answer, text)
 
     def _unopened(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
         """The `unopened` check: refuse an answer that is the title of a document the run has not read, and show

@@ -155,6 +155,18 @@ class SearchTool(_ThreadDetails):
         passages = [self.session.index.passage(pid) for pid, _ in found[: self.session.settings.k]]
         return self._show(name, passages, [None] * len(passages), [])
 
+    def definition(self, name: str) -> str | None:
+        """The first sentence of the document titled `name` (a qualifier aside), which says what it is ("Dublin is
+        the capital and largest city of Ireland ..."); None when no document has that title."""
+        from offline_agent.retrieval import split_sentences
+
+        found = self.session.titles().named(name.strip())
+        if not found:
+            return None
+        text = self.session.index.passage(found[0][0]).text
+        spans = split_sentences(text)
+        return text[spans[0][0] : spans[0][1]].strip() if spans else text.strip() or None
+
     def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The Observation of the documents `text` names (titles.TitleTable.mentions: their bare title written in
         it), up to k, those titled in `exclude` left out; None when it names no other document."""
