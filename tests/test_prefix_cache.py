@@ -50,3 +50,24 @@ def test_a_damaged_saved_prefix_is_removed_and_evaluated_again(small_model_path,
 def test_a_short_prefix_is_not_saved(small_backend, isolated_home) -> None:
     small_backend.warm("<|im_start|>system\nBe brief.")
     assert not prefix_cache.cache_folder().exists() or not list(prefix_cache.cache_folder().glob("*.kv"))
+
+
+def test_warm_cuts_the_cache_back_to_the_prefix_so_a_question_does_not_depend_on_the_one_before(
+    small_model_path, isolated_home
+) -> None:
+    """Two questions that start alike ("Name a ...") share cached tokens past the prefix; after warm the second
+    starts from the prefix, as it would in a process of its own (where its batches start changes llama.cpp's
+    logits)."""
+    alone = _backend(small_model_path)
+    alone.warm(PREFIX)
+    second = PROMPT.replace("Name a river.", "Name a mountain.")
+    expected = alone.complete(second, max_tokens=24)
+
+    after = _backend(small_model_path)
+    after.warm(PREFIX)
+    after.complete(PROMPT, max_tokens=24)
+    after.warm(PREFIX)
+    assert after.llm.n_tokens == len(after.tokenize(PREFIX, prompt=True))
+    completion = after.complete(second, max_tokens=24)
+    assert completion.usage.cached_tokens == expected.usage.cached_tokens
+    assert completion.text == expected.text

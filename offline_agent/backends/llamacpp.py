@@ -167,10 +167,14 @@ class LlamaCppBackend:
             self._batched = BatchedScheduler(self, parallel)
 
     def warm(self, prefix: str) -> None:
-        """Make llama.cpp's cache hold `prefix` (the part of the prompt every question shares).
+        """Make llama.cpp's cache hold `prefix` (the part of the prompt every question shares), and nothing after it.
 
-        Already there: nothing to do. Else the cache saved by an earlier process for the same model, settings and
-        tokens is loaded (backends/prefix_cache.py); failing that the prefix is evaluated and saved for next time.
+        Already there: the cache is cut back to it. Else the cache saved by an earlier process for the same model,
+        settings and tokens is loaded (backends/prefix_cache.py); failing that the prefix is evaluated and saved for
+        next time. Why cut back: the previous question's tokens past the prefix may match the start of this one
+        ("Question: Which ..."), and reusing them would start this question's evaluation at a point that depends on
+        the question before it; llama.cpp's logits depend on where its batches start, so a question could get
+        another answer in a run of its own than in a whole evaluation.
         """
         tokens = self.tokenize(prefix, prompt=True)
         llm = self.llm
@@ -180,6 +184,7 @@ class LlamaCppBackend:
             self._batched.warm(tokens)
             return
         if common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens) >= len(tokens):
+            llm.n_tokens = len(tokens)  # the next evaluation drops the cache past this point
             return
         state = self.saved_prefix(tokens)
         if state is not None and self._restore(tokens, state):
