@@ -240,6 +240,23 @@ def test_prefix_reuse_where_declared(backend, small_backend, sample_index) -> No
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("backend", ["llamacpp", "transformers"], indirect=True)
+def test_after_warm_an_answer_does_not_depend_on_the_question_before(backend, small_backend, sample_index) -> None:
+    """The questions' prompts share more than the prefix ("Question: In which ..."); after warm each is evaluated
+    from where the prefix ends, as in a process of its own, whichever prompt the cache held before."""
+    (agent, first), (_, second) = agent_prompts(small_backend, sample_index)[:2]
+    prefix = agent.shared_prefix(agent.prompt_parts(QUESTIONS[0]))
+    reused = []
+    for before in (first, second):
+        backend.warm(prefix)
+        backend.complete(before, grammar=agent.grammar.gbnf, max_tokens=8)
+        backend.warm(prefix)
+        reused.append(backend.complete(second, grammar=agent.grammar.gbnf, max_tokens=48))
+    assert reused[0].usage.cached_tokens == reused[1].usage.cached_tokens == len(backend.tokenize(prefix, prompt=True))
+    assert reused[0].text == reused[1].text
+
+
+@pytest.mark.model
 @pytest.mark.parametrize("backend", REAL, indirect=True)
 def test_a_passed_deadline_interrupts(backend, small_backend, sample_index) -> None:
     agent, prompt = agent_prompts(small_backend, sample_index)[1]

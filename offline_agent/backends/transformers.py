@@ -183,7 +183,19 @@ class TransformersBackend:
         return list(self.tokenizer(text, add_special_tokens=add)["input_ids"])
 
     def warm(self, prefix: str) -> None:
-        """Nothing to do before the first call: the key/value cache of the common prefix is kept from call to call."""
+        """Make the key/value cache hold `prefix` (the prompt start every question shares) and nothing after it, so
+        each question's evaluation starts where the prefix ends, whatever question came before (the logits depend
+        on where a forward pass starts: see LlamaCppBackend.warm)."""
+        tokens = self.tokenize(prefix, prompt=True)
+        if not tokens or len(tokens) >= self.context_size:
+            return
+        if common_prefix(self._cached_ids, tokens) < len(tokens):
+            self._forget()
+            with self._torch.inference_mode():
+                self._forward(tokens)
+        elif len(self._cached_ids) > len(tokens):
+            self._past.crop(len(tokens) - len(self._cached_ids))
+            del self._cached_ids[len(tokens) :]
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))
