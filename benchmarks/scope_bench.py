@@ -53,7 +53,8 @@ def main() -> None:
             by_rule += verdict.decided_by == "rule"
             if verdict.in_scope != expected:
                 wrong += 1
-                mistakes.append((name, row["question"], verdict.decided_by, verdict.record.details["scope"]["rule"]))
+                check = verdict.record.details.scope if verdict.record.details is not None else None
+                mistakes.append((name, row["question"], verdict.decided_by, check.rule if check is not None else {}))
         print(
             f"| {name} | {len(rows)} | {refused} | {by_rule} | {len(rows) - by_rule} | {wrong} | "
             f"{statistics.median(seconds):.2f} | {max(seconds):.2f} |"

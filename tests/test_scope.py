@@ -31,12 +31,20 @@ def test_a_question_of_unknown_words_is_out_of_scope_by_rule(tiny_index) -> None
     assert not verdict.in_scope and verdict.decided_by == "rule"
 
 
-def test_an_unsure_rule_asks_the_model_yes_or_no(tiny_index) -> None:
-    backend = ScriptedBackend(["no"])
+def test_a_question_mostly_of_unknown_words_that_never_meet_is_out_of_scope_by_rule(tiny_index) -> None:
+    backend = ScriptedBackend()  # nothing queued: a model call would fail the test
     verdict = check_scope("Which pharmacy in Warsaw is open on Sunday?", SCOPE, tiny_index, backend)
+    assert not verdict.in_scope and verdict.decided_by == "rule"
+    assert verdict.record.details.scope.rule == {"terms": 4, "known": 1, "verdict": False, "best_overlap": 1}
+
+
+def test_an_unsure_rule_asks_the_model_yes_or_no(tiny_index) -> None:
+    question = "Which pharmacy near the Vistula in Warsaw is open?"  # half its words known, and they meet
+    backend = ScriptedBackend(["no"])
+    verdict = check_scope(question, SCOPE, tiny_index, backend)
     assert verdict.decided_by == "model" and not verdict.in_scope
     assert backend.calls[0].grammar == 'root ::= "yes" | "no"\n' and SCOPE in backend.calls[0].prompt
-    yes = check_scope("Which pharmacy in Warsaw is open on Sunday?", SCOPE, tiny_index, ScriptedBackend(["yes"]))
+    yes = check_scope(question, SCOPE, tiny_index, ScriptedBackend(["yes"]))
     assert yes.in_scope
 
 

@@ -6,8 +6,11 @@ two saying what the documents are about: `--scope TEXT_OR_FILE`, or stored with 
 each question is checked before the first step:
 
 1. a rule: the question's terms (the index's analyzer: stopwords out) against the index's vocabulary. None of them
-   in it: out of scope, without asking the model. At least MATCHED_ENOUGH of them, and a passage that holds at
-   least two: in scope, without asking the model either.
+   in it, or fewer than KNOWN_TOO_FEW of them and no passage that holds two: out of scope, without asking the
+   model (a question mostly in words the documents never use, whose known words never meet in one passage, is
+   not about them: "How do I reset the password of my home wifi router?" over encyclopedia articles knows only
+   "home"). At least MATCHED_ENOUGH of them, and a passage that holds at least two: in scope, without asking the
+   model either.
 2. otherwise one cheap grammar-constrained model call: the scope, the question, "yes" or "no".
 
 Out of scope: the run stops before any search with stop reason `out_of_scope` and a refusal that names the scope
@@ -26,6 +29,7 @@ from offline_agent.errors import ConfigError
 from offline_agent.steps import StepRecord, Timings, Usage
 
 MATCHED_ENOUGH = 0.75  # share of the question's terms the corpus must know for the rule to say "in scope"
+KNOWN_TOO_FEW = 0.5  # below this share, with no passage holding two of them, the rule says "out of scope"
 SCOPE_MAX = 2000
 REFUSAL = "This question is outside what these documents cover ({scope}), so I will not answer it."
 _GRAMMAR = 'root ::= "yes" | "no"\n'
@@ -112,16 +116,21 @@ def _rule(question: str, index: Any) -> dict[str, Any]:
     terms = sorted(set(analyzer.tokens(question)))
     known = [term for term in terms if index.search_ids([term], k=1)[0].size]
     out: dict[str, Any] = {"terms": len(terms), "known": len(known), "verdict": None}
-    if terms and not known:
+    if not terms:
+        return out
+    if not known:
         out["verdict"] = False
-    elif terms and len(known) >= MATCHED_ENOUGH * len(terms):
-        best = index.search_tokens(known, k=1)
-        if best.ids.size:
-            passage_terms = set(analyzer.tokens(best.passages[0].text + " " + best.passages[0].title))
-            out["best_overlap"] = len(passage_terms & set(known))
-            if out["best_overlap"] >= 2:
-                out["verdict"] = True
+        return out
+    best = index.search_tokens(known, k=1)
+    if best.ids.size:
+        passage_terms = set(analyzer.tokens(best.passages[0].text + " " + best.passages[0].title))
+        out["best_overlap"] = len(passage_terms & set(known))
+    together = out.get("best_overlap", 0) >= 2
+    if len(known) < KNOWN_TOO_FEW * len(terms) and not together:
+        out["verdict"] = False
+    elif len(known) >= MATCHED_ENOUGH * len(terms) and together:
+        out["verdict"] = True
     return out
 
 
-__all__ = ["MATCHED_ENOUGH", "ScopeVerdict", "check_scope", "read_scope", "refusal"]
+__all__ = ["KNOWN_TOO_FEW", "MATCHED_ENOUGH", "ScopeVerdict", "check_scope", "read_scope", "refusal"]
