@@ -374,34 +374,3 @@ def test_eval_options_default_to_the_measured_answer_settings(tmp_path) -> None:
     assert {key: ctx.params[key] for key in ANSWER_DEFAULTS} == ANSWER_DEFAULTS
     # the plain engine stays what the scripted tests and recorded runs pin
     assert AgentConfig().grounded is False and AgentConfig().snippet == "head"
-
-
-def test_a_repeated_search_shows_the_unopened_documents_that_what_was_read_names(tiny_index) -> None:
-    from offline_agent.tools.corpus import SearchSettings
-
-    backend = ScriptedBackend(
-        [
-            "Thought: a\nAction: search[Marie Curie physicist]",  # one passage: Marie Curie's, naming Warsaw
-            "Thought: b\nAction: search[Marie Curie physicist]",  # stuck: the next hop is Warsaw
-            "Thought: c\nFinal: Vistula",  # named in Warsaw's document, but not opened: unopened shows it
-            "Thought: d\nFinal: Vistula",
-        ]
-    )
-    tools = build_tools(tiny_index, search=SearchSettings(k=1))
-    agent = VerifyAgent(backend, tools, AgentConfig(grounded=True, answer_form=True, search_k=1))
-    trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
-    repeated = trajectory.steps[1]
-    assert repeated.tool_error and repeated.observation.startswith("You already ran search[Marie Curie physicist]")
-    assert "not opened:\n[1] Warsaw: Warsaw is the capital of Poland." in repeated.observation
-    assert repeated.details.tool.titles == ["Warsaw"]
-    assert trajectory.steps[2].details.refusal.reason == "unopened" and trajectory.answer == "Vistula"
-
-
-def test_a_repeated_search_with_nothing_unopened_is_only_refused(tiny_index) -> None:
-    agent, _ = make(
-        tiny_index,
-        ["Thought: a\nAction: search[Vistula]", "Thought: b\nAction: search[Vistula]", "Thought: c\nFinal: Poland"],
-        agent=VerifyAgent,
-    )
-    trajectory = agent.run("In which country is the Vistula?")
-    assert trajectory.steps[1].observation.endswith("Use different keywords, another tool, or give the Final answer.")

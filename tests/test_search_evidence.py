@@ -62,22 +62,6 @@ def test_mentions_follow_names_as_written_in_order(linked_index) -> None:
     assert table.mentions("") == []
 
 
-def test_three_letter_names_link_unless_they_are_common_words(tmp_path: Path) -> None:
-    records = [
-        {"id": "u", "title": "Ulm", "text": "Ulm is a city on the Danube."},
-        {"id": "l", "title": "LAX", "text": "LAX is the main airport of Los Angeles."},
-        {"id": "s", "title": "She (novel)", "text": "She is a novel by H. Rider Haggard."},
-        {"id": "t", "title": "Two", "text": "Two is a number."},
-        {"id": "i", "title": "It", "text": "It is a novel."},
-    ]
-    path = tmp_path / "short.jsonl"
-    path.write_text("\n".join(json.dumps(record) for record in records), encoding="utf-8")
-    table = title_table(open_corpus(path))
-    text = "She was born in Ulm. Two days later It flew from LAX."
-    assert [title for _, title in table.mentions(text)] == ["Ulm", "LAX"]
-    assert [title for _, title in table.named("Ulm")] == ["Ulm"] and table.named("She") == []
-
-
 def test_named_finds_a_document_by_its_bare_title(linked_index) -> None:
     table = title_table(linked_index)
     assert [title for _, title in table.named("Kiss and Tell")] == ["Kiss and Tell (1945 film)"]

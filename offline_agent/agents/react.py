@@ -314,7 +314,7 @@ class ReActAgent(Strategy):
         stateful = getattr(tool, "is_stateful", False)
         call = call_key(action.tool, action.argument)
         if not stateful and call in state.calls:
-            return self.repeat(state, record, action, state.calls[call])
+            return self.repeat(record, action, state.calls[call])
         if self.callbacks.on_tool_start:
             self.callbacks.on_tool_start(action.tool, action.argument)
         result = self.tools.run(action.tool, action.argument)
@@ -322,7 +322,7 @@ class ReActAgent(Strategy):
             earlier = state.returned.get(call)
             state.returned[call] = (record.index, result.observation)
             if earlier is not None and earlier[1] == result.observation:
-                return self.repeat(state, record, action, earlier[0])
+                return self.repeat(record, action, earlier[0])
         record.tool_error = result.is_error
         if not stateful and not result.is_error:
             state.calls[call] = record.index
@@ -334,7 +334,7 @@ class ReActAgent(Strategy):
             self.callbacks.on_tool_end(action.tool, action.argument, record.observation, result.is_error)
         return record.observation
 
-    def repeat(self, state: LoopState, record: StepRecord, action: Action, earlier: int) -> str:
+    def repeat(self, record: StepRecord, action: Action, earlier: int) -> str:
         """The Observation of a call that would only repeat step `earlier`'s result."""
         record.observation = (
             f"You already ran {action.render()} at step {earlier + 1}; its result is above. "

@@ -25,11 +25,6 @@ Final is not the end of the run but an Observation that says why, and the model 
   document, so the model reads it before answering again (an answer that really is that entity is then
   accepted, one search later).
 
-A repeated call (a search the run already ran) is not only refused: the Observation shows the documents that
-what the run has read names and it has not opened, up to the search's k ("Albert Einstein ... born in 1879 in
-Ulm" shows Ulm when the model searches Albert Einstein again). A model that repeats a search is stuck on a hop;
-the next hop is most often a name in what it read.
-
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples
 show refusals and how to go on after one (prompt_files/verify_*.txt).
@@ -43,7 +38,7 @@ from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import TurnResult
 from offline_agent.answer_form import AnswerForm, answer_form, in_question
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
-from offline_agent.steps import Action, Step, StepRecord
+from offline_agent.steps import Step, StepRecord
 
 MAX_REFUSALS = 3
 FINAL = "Final: "
@@ -54,7 +49,6 @@ KIND = "The question asks for {wants}, and {answer} is not one. Find it: {questi
 WANTS = {"date": "a year or a date", "number": "a number"}
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
-NEXT_HOP = "{repeat}\nDocuments named in what you have read that you have not opened:\n{text}"
 ONE_SIDE = "The question also names {titles}, which you have not read:\n{text}\nNow answer the question: {question}"
 
 
@@ -86,16 +80,6 @@ class VerifyAgent(ReActAgent):
             text = KIND.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
         return self._unopened(state, record, answer) or self._asks_for(form, record, answer)
-
-    def repeat(self, state: LoopState, record: StepRecord, action: Action, earlier: int) -> str:
-        """A repeated call's Observation, with the unopened documents that what the run has read names."""
-        refused = super().repeat(state, record, action, earlier)
-        read = "\n".join(step.observation for step in state.trajectory.steps if step.observation)
-        shown = self._open(state, record, "open_mentioned", read) if read else None
-        if shown is None:
-            return refused
-        record.observation = NEXT_HOP.format(repeat=refused, text=shown[0])
-        return record.observation
 
     def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:
         self.details(record).refusal = RefusalDetails(reason, answer)

@@ -6,11 +6,11 @@ finds the documents whose title a text names: the search tool shows them after t
 a question that goes through an entity ("the woman who portrayed Corliss Archer") is answered in the document of
 that entity, and its name is written in the first document. A title counts as named when its words (without a
 closing qualifier: "Kiss and Tell (1945 film)" is named by "Kiss and Tell") appear in the text as they are written
-in the title, case included, on word boundaries (the longest name wins where two overlap); titles without a
-capital letter or digit, shorter than three characters, or of three that are a common word are never links
-("forum", "It", "She"; "Ulm" and "LAX" are), so common words do not link. The mention table is built on first
-use, as a hash of every title's word sequence (up to MAX_TITLE_WORDS words), and a text is read once, trying at
-each word the sequences that start there: its cost grows with the text, not with the number of titles.
+in the title, case included, on word boundaries (the longest name wins where two overlap); titles shorter than
+four characters or without a capital letter or digit are never links ("forum", "It"), so common words do not
+link. The mention table is built on first use, as a hash of every title's word sequence (up to MAX_TITLE_WORDS
+words), and a text is read once, trying at each word the sequences that start there: its cost grows with the
+text, not with the number of titles.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import weakref
 from typing import Any
 
 import numpy as np
-
-from offline_agent.retrieval.analyzer import ENGLISH_STOPWORDS
 
 MAX_TITLE_WORDS = 8
 _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
@@ -201,14 +199,7 @@ def _document_titles(index: Any) -> tuple[list[str], np.ndarray]:
 
 
 def _is_linkable(name: str) -> bool:
-    if not any(ch.isupper() or ch.isdigit() for ch in name):
-        return False
-    # Three letters name a place or an acronym ("Ulm", "LAX") as often as a word that opens a sentence ("She",
-    # "Two"): those are left out.
-    return len(name) >= 4 or (len(name) == 3 and name.casefold() not in _SHORT_WORDS)
-
-
-_SHORT_WORDS = ENGLISH_STOPWORDS | {"one", "two", "six", "ten", "yes", "may", "new", "old", "all", "any", "far"}
+    return len(name) >= 4 and any(ch.isupper() or ch.isdigit() for ch in name)
 
 
 __all__ = ["MAX_TITLE_WORDS", "TitleTable", "bare_title", "title_table"]
