@@ -81,6 +81,10 @@ class VerifyAgent(ReActAgent):
             return self._refuse(record, "kind", answer, text)
         return self._unopened(state, record, answer) or self._asks_for(form, record, answer)
 
+    def _search_tool(self) -> object | None:
+        """The run's search tool, whose document lookups (definition, open_named, open_mentioned) the checks use."""
+        return self.tools.get("search") if "search" in self.tools else None
+
     def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:
         self.details(record).refusal = RefusalDetails(reason, answer)
         return observation
@@ -88,8 +92,7 @@ class VerifyAgent(ReActAgent):
     def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
         """The `asks_for` check: refuse an answer that is the title of a document whose first sentence does not
         name the kind of thing the question asks for (through the search tool's `definition`)."""
-        tool = self.tools.get("search") if "search" in self.tools else None
-        definition = getattr(tool, "definition", None)
+        definition = getattr(self._search_tool(), "definition", None)
         if not form.asks_for or definition is None:
             return None
         sentence = definition(answer)
@@ -125,7 +128,7 @@ class VerifyAgent(ReActAgent):
         """Show the documents the search tool's `how` (open_named or open_mentioned) finds for `text` that the run
         has not read, as this step's tool result: (the Observation, their titles), or None where there are none or
         the search tool cannot open documents. A grounded run reads the Observation."""
-        tool = self.tools.get("search") if "search" in self.tools else None
+        tool = self._search_tool()
         opener = getattr(tool, how, None)
         if opener is None:
             return None

@@ -194,8 +194,7 @@ class TransformersBackend:
             with self._torch.inference_mode():
                 self._forward(tokens)
         elif len(self._cached_ids) > len(tokens):
-            self._past.crop(len(tokens) - len(self._cached_ids))
-            del self._cached_ids[len(tokens) :]
+            self._crop(len(tokens))
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))
@@ -280,11 +279,15 @@ class TransformersBackend:
             self._forget()
             reuse = 0
         elif reuse < len(self._cached_ids):
-            # A negative count removes that many tokens from the end, in transformers 4.x and 5.x alike.
-            self._past.crop(reuse - len(self._cached_ids))
-            del self._cached_ids[reuse:]
+            self._crop(reuse)
         self._forward(tokens[reuse:])
         return reuse
+
+    def _crop(self, keep: int) -> None:
+        """Keep the first `keep` tokens of the cache (fewer than it holds)."""
+        # A negative count removes that many tokens from the end, in transformers 4.x and 5.x alike.
+        self._past.crop(keep - len(self._cached_ids))
+        del self._cached_ids[keep:]
 
     def _forward(self, new: list[int]) -> None:
         torch = self._torch

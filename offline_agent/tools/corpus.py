@@ -150,10 +150,7 @@ class SearchTool(_ThreadDetails):
         those titled in `exclude` has that title."""
         name = name.strip()
         found = [(pid, title) for pid, title in self.session.titles().named(name) if title not in exclude]
-        if not found:
-            return None
-        passages = [self.session.index.passage(pid) for pid, _ in found[: self.session.settings.k]]
-        return self._show(name, passages, [None] * len(passages), [])
+        return self._show_documents(name, found)
 
     def definition(self, name: str) -> str | None:
         """The first sentence of the document titled `name` (a qualifier aside), which says what it is ("Dublin is
@@ -170,11 +167,15 @@ class SearchTool(_ThreadDetails):
     def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The Observation of the documents `text` names (titles.TitleTable.mentions: their bare title written in
         it), up to k, those titled in `exclude` left out; None when it names no other document."""
-        found = self.session.titles().mentions(text, exclude=exclude)
+        return self._show_documents(text, self.session.titles().mentions(text, exclude=exclude))
+
+    def _show_documents(self, query: str, found: list[tuple[int, str]]) -> str | None:
+        """The Observation of the first passages of up to k documents found by name ((passage id, title) pairs),
+        as a search for `query` shows them; None when there are none."""
         if not found:
             return None
         passages = [self.session.index.passage(pid) for pid, _ in found[: self.session.settings.k]]
-        return self._show(text, passages, [None] * len(passages), [])
+        return self._show(query, passages, [None] * len(passages), [])
 
     def _show(self, query: str, passages: list[Any], scores: list[Any], linked: list[Any]) -> str:
         """The Observation of found passages and linked documents; sets last_details and lookup's document."""
