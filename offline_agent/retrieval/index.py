@@ -315,9 +315,14 @@ class BM25Index:
         return out
 
     def _top_k(self, tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        cache = self._term_cache
+        unseen = list(dict.fromkeys(term for term in tokens if term not in cache))
+        found = dict(zip(unseen, self._postings.find_many(unseen), strict=True)) if unseen else {}
+        if found and len(cache) < 100_000:
+            cache.update(found)
         counts: dict[int, int] = {}
         for term in tokens:
-            tid = self._term_id(term)
+            tid = found[term] if term in found else cache[term]
             if tid >= 0:
                 counts[tid] = counts.get(tid, 0) + 1
         terms = sorted(counts)

@@ -156,3 +156,23 @@ def test_empty_build_is_searchable() -> None:
     index = BM25Index.build([])
     assert len(index) == 0
     assert index.search("anything").passages == []
+
+
+@pytest.mark.parametrize("colliding", [False, True])
+def test_term_lookup_one_by_one_and_batched_agree(monkeypatch: pytest.MonkeyPatch, colliding: bool) -> None:
+    """`find_many` (a query's terms in one binary search) gives what `find` gives, also where terms share a hash
+    (forced here: every term hashed by its length, so most of the vocabulary collides)."""
+    from offline_agent.retrieval import postings
+
+    if colliding:
+        monkeypatch.setattr(postings, "term_hash", len)
+    texts = ["the river liffey flows through dublin", "joyce was born in dublin", "a cat sat on the mat", "rivers"]
+    index = BM25Index.build(texts)
+    table = index._postings
+    vocab = table.vocab.tolist()
+    asked = [*vocab, "thames", "", "dublinx", "river", "zz", *reversed(vocab)]
+    assert table.find_many(asked) == [table.find(term) for term in asked]
+    assert [table.find(term) for term in vocab] == list(range(len(vocab)))
+    assert table.find_many([]) == []
+    assert sorted(index.search_ids("dublin")[0].tolist()) == [0, 1]
+    assert index.search_ids("rivers thames")[0].tolist() == [3]
