@@ -67,9 +67,11 @@ class LlamaCppBackend:
     """A GGUF model in llama.cpp: one completion at a time, or (`parallel` > 1) one per thread, batched.
 
     `draft_tokens` > 0 turns on speculative decoding with drafts looked up in the prompt (backends/speculative.py):
-    the text is the same as without it (greedy) or drawn from the same distribution (sampling).
+    the decoder keeps exactly the tokens plain decoding would choose from the logits it is given (greedy), or
+    samples from the same distribution, but llama.cpp computes a batch of tokens with other rounding than one
+    token at a time, so near-ties can flip: on the default model 2 of 11 agent runs answered otherwise.
     `parallel` > 1: complete() may be called from up to that many threads at once; their sequences are decoded
-    together in one llama.cpp context (backends/batched.py).
+    together in one llama.cpp context (backends/batched.py), with the same caveat about batch shapes.
     """
 
     name = "llamacpp"

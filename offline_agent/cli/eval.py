@@ -194,8 +194,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     type=click.IntRange(1, 64),
     default=None,
     help="llamacpp: decode N questions at once in one llama.cpp context (N sequences; a finished question's "
-    "sequence is taken by the next). results.jsonl keeps the dataset's order and, at temperature 0, the answers "
-    "are those of --parallel 1 [default: 1].",
+    "sequence is taken by the next). results.jsonl keeps the dataset's order. llama.cpp's logits shift with "
+    "how sequences are batched, so near-ties can flip and some answers differ from --parallel 1; on 2 CPU "
+    "cores it is no faster (prompts dominate) [default: 1].",
 )
 @click.option(
     "--out",
