@@ -19,6 +19,15 @@ was read, and the automaton grows as Observations arrive, so each step adds only
 `Grounding.accepts` decides the same language in Python by walking the automaton; the Lark grammar leaves the
 Final line free and the parser asks `accepts` (a Lark grammar of thousands of rules per step would cost far more
 than the check). Tests hold the two to each other.
+
+Excluded answers (`exclude`): an answer the verify strategy refused as wrong (it repeats the question, is a hop on
+the way, is not the kind of thing asked for, loses a comparison) may not be written afterwards, nor any span that
+begins with it or that it begins with ("Shirley Temple" excludes "Shirley" and "Shirley Temple Black", not
+"Shirley Jackson"). On the automaton: the edge of its last token is left out, and the edges of its other tokens
+may not end a span. A 1.5B model told why its answer is wrong most often writes it again; now it cannot, and
+picks the next best span. Limit: a state of the automaton stands for several strings (a suffix of the answer that
+only ever occurs inside it, "Temple" in "Shirley Temple"), and those lose the same edges; an exclusion that would
+leave no answer at all is ignored.
 """
 
 from __future__ import annotations
@@ -80,6 +89,7 @@ class Grounding:
         self._states = [_State()]
         self._last = 0
         self._sentences = 0
+        self._excluded: list[list[_Symbol]] = []
         self._digest = hashlib.sha256()
         for text in texts:
             self.add(text)
@@ -106,6 +116,45 @@ class Grounding:
         self._digest.update(text.encode("utf-8") + b"\0")
         for piece in _pieces(text):
             self._add_sentences(piece)
+
+    def exclude(self, answer: str) -> None:
+        """From now on, no answer may be `answer`, begin with it, or be a beginning of it (yes/no and an answer of
+        no words are never excluded)."""
+        answer = answer.strip()
+        symbols = tokens(answer)
+        if answer in YES_NO or not symbols or not symbols[0].is_word or not symbols[-1].is_word:
+            return
+        self._digest.update(b"\0exclude\0" + answer.encode("utf-8") + b"\0")
+        self._excluded.append(symbols)
+
+    def _edges(self) -> _Edges:
+        """What the excluded answers take out of the automaton as it is now: the edge of each one's last token
+        (`cut`) and the edges of its other tokens, which may not end a span (`through`); both with the first
+        token written with and without a space before it. Empty when that would leave no answer."""
+        edges = _Edges()
+        for symbols in self._excluded:
+            for spaced in (False, True):
+                state: int | None = 0
+                path = [_Symbol(symbols[0].text, spaced, True), *symbols[1:]]
+                for position, symbol in enumerate(path):
+                    assert state is not None
+                    if symbol not in self._states[state].next:
+                        break
+                    if position == len(path) - 1:
+                        edges.cut.add((state, symbol))
+                    elif symbol.is_word:
+                        edges.through.add((state, symbol))
+                    state = self._states[state].next[symbol]
+        if edges and not self.yes_no and not self._alternatives_left(edges):
+            return _Edges()
+        return edges
+
+    def _alternatives_left(self, edges: _Edges) -> bool:
+        alive = self._alive(edges)
+        return any(
+            isinstance(symbol, _Symbol) and symbol.is_word and edges.may_end(0, symbol, target, alive)
+            for symbol, target in self._states[0].next.items()
+        )
 
     def _add_sentences(self, text: str) -> None:
         for start, end in split_sentences(text):
@@ -154,13 +203,17 @@ class Grounding:
         if not symbols or not symbols[0].is_word or not symbols[-1].is_word:
             return False
         first = symbols[0]
+        edges = self._edges()
         for spaced in (False, True):  # a span's first token is written without the space before it
-            state = self._states[0].next.get(_Symbol(first.text, spaced, True))
-            for symbol in symbols[1:]:
-                if state is None:
+            state: int | None = 0
+            edge = None
+            for symbol in [_Symbol(first.text, spaced, True), *symbols[1:]]:
+                if state is None or (state, symbol) in edges.cut:
+                    state = None
                     break
+                edge = (state, symbol)
                 state = self._states[state].next.get(symbol)
-            if state is not None:
+            if state is not None and edge not in edges.through:
                 return True
         return False
 
@@ -169,7 +222,8 @@ class Grounding:
     def gbnf_rules(self, prefix: str) -> tuple[str, list[tuple[str, str]]]:
         """(the start rule's name, every rule as (name, body)) of the GBNF for this language; names begin `prefix`."""
         states = self._states
-        alive = self._alive()
+        edges = self._edges()
+        alive = self._alive(edges)
         rules: list[tuple[str, str]] = []
         names: dict[int, str] = {}
 
@@ -178,23 +232,24 @@ class Grounding:
                 names[state] = f"{prefix}{len(names)}"
             return names[state]
 
-        def literal(text: str) -> str:
-            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
         def alternatives(state: int, first: bool) -> list[str]:
             seen: set[str] = set()
             out = []
             for symbol, target in states[state].next.items():
-                if not isinstance(symbol, _Symbol) or (first and not symbol.is_word):
+                if not isinstance(symbol, _Symbol) or (first and not symbol.is_word) or (state, symbol) in edges.cut:
                     continue
                 text = symbol.text if first or not symbol.spaced else " " + symbol.text
-                if symbol.is_word:
+                if symbol.is_word and (state, symbol) in edges.through:  # the span must go on past this word
+                    if target not in alive:
+                        continue
+                    rest = f" {name(target)}"
+                elif symbol.is_word:
                     rest = f" ({name(target)})?" if target in alive else ""
                 elif target in alive:
                     rest = f" {name(target)}"
                 else:
                     continue
-                choice = literal(text) + rest
+                choice = _literal(text) + rest
                 if choice not in seen:
                     seen.add(choice)
                     out.append(choice)
@@ -202,7 +257,7 @@ class Grounding:
 
         start = f"{prefix}start"
         spans = alternatives(0, first=True)
-        answers = [*(literal(word) for word in YES_NO if self.yes_no), *spans]
+        answers = [*(_literal(word) for word in YES_NO if self.yes_no), *spans]
         if not answers:
             raise ValueError("an empty grounding has no answer to write: check is_empty first")
         rules.append((start, " | ".join(answers)))
@@ -213,8 +268,10 @@ class Grounding:
                 rules.append((names[state], " | ".join(alternatives(state, first=False))))
         return start, rules
 
-    def _alive(self) -> set[int]:
-        """States from which the span can still end on a word: they get a rule of their own."""
+    def _alive(self, edges: _Edges | None = None) -> set[int]:
+        """States from which the span can still end on a word (without the edges excluded answers take out):
+        they get a rule of their own."""
+        edges = edges or _Edges()
         states = self._states
         alive: set[int] = set()
         changed = True
@@ -224,7 +281,7 @@ class Grounding:
                 if index in alive:
                     continue
                 for symbol, target in state.next.items():
-                    if isinstance(symbol, _Symbol) and (symbol.is_word or target in alive):
+                    if isinstance(symbol, _Symbol) and edges.may_end(index, symbol, target, alive):
                         alive.add(index)
                         changed = True
                         break
@@ -232,4 +289,72 @@ class Grounding:
         return alive
 
 
-__all__ = ["YES_NO", "Grounding", "tokens"]
+class OptionsGrounding(Grounding):
+    """A choice question's answers: its options, whole, as the question writes them or with the first letter in
+    the other case ("radium", "Radium"), and yes/no where the question allows them. Nothing read is added (a
+    choice is answered with an option, not with what a search returned); `exclude` takes an option out while
+    another answer is left."""
+
+    def __init__(self, options: Iterable[str], *, yes_no: bool = False) -> None:
+        super().__init__((), yes_no=yes_no)
+        self.options: list[str] = []
+        for option in options:
+            option = " ".join(option.split())
+            for written in (option, option[:1].swapcase() + option[1:]):
+                if written and written not in self.options:
+                    self.options.append(written)
+        self._digest.update(("\0options\0" + "\0".join(self.options)).encode("utf-8"))
+
+    def __len__(self) -> int:
+        return len(self.options)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.yes_no and not self.options
+
+    def add(self, text: str) -> None:
+        """A choice's answers do not grow with what is read."""
+
+    def exclude(self, answer: str) -> None:
+        left = [option for option in self.options if option.lower() != " ".join(answer.split()).lower()]
+        if left != self.options and (left or self.yes_no):
+            self._digest.update(b"\0exclude\0" + answer.strip().encode("utf-8") + b"\0")
+            self.options = left
+
+    def accepts(self, answer: str) -> bool:
+        answer = answer.strip()
+        return (answer in YES_NO and self.yes_no) or answer in self.options
+
+    def gbnf_rules(self, prefix: str) -> tuple[str, list[tuple[str, str]]]:
+        answers = [*(word for word in YES_NO if self.yes_no), *self.options]
+        if not answers:
+            raise ValueError("an empty grounding has no answer to write: check is_empty first")
+        start = f"{prefix}start"
+        return start, [(start, " | ".join(_literal(answer) for answer in answers))]
+
+
+def _literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass
+class _Edges:
+    """Edges of the automaton that excluded answers take out: `cut` (never taken) and `through` (taken only if
+    the span goes on after them)."""
+
+    cut: set[tuple[int, _Symbol]] = field(default_factory=set)
+    through: set[tuple[int, _Symbol]] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.cut or self.through)
+
+    def may_end(self, state: int, symbol: _Symbol, target: int, alive: set[int]) -> bool:
+        """Whether a span can go from `state` over `symbol` and end, there or later."""
+        if (state, symbol) in self.cut:
+            return False
+        if symbol.is_word and (state, symbol) not in self.through:
+            return True
+        return target in alive
+
+
+__all__ = ["YES_NO", "Grounding", "OptionsGrounding", "tokens"]

@@ -124,3 +124,72 @@ def test_quotes_and_backslashes_in_the_evidence_are_escaped() -> None:
     assert GbnfChecker(grammar.gbnf).accepts('Thought: x\nFinal: He said "hello\\world" twice\n')
     assert _LarkChecker(grammar.llguidance).accepts('Thought: x\nFinal: hello\\world" twice\n')
     assert grounding.accepts('said "hello')
+
+
+# ---- excluded answers ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def excluded():
+    grounding = Grounding(EVIDENCE)
+    grounding.exclude("River Liffey")
+    grounding.exclude("Irish novelist")
+    grammar = build_grammar(SPEC, grounding)
+    return grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("River Liffey", False),  # the excluded answer
+        ("River", False),  # a beginning of it
+        ("Irish", False),
+        ("Irish novelist, born in Dublin", False),  # a span that begins with it
+        ("River Dodder", True),  # the same first word, another answer
+        ("Liffey", True),  # a suffix that also stands alone ("The Liffey is a river")
+        ("novelist", True),
+        ("Dublin, Ireland", True),
+        ("yes", True),
+    ],
+)
+def test_an_excluded_answer_is_refused_alike_by_python_gbnf_and_lark(excluded, answer: str, expected: bool) -> None:
+    grounding, gbnf, lark = excluded
+    step = f"Thought: done.\nFinal: {answer}\n"
+    assert grounding.accepts(answer) is expected
+    assert gbnf.accepts(step) is expected
+    assert lark.accepts(step) is expected
+
+
+@settings(max_examples=150)
+@given(start=st.integers(0, 200), length=st.integers(1, 12))
+def test_excluded_answers_keep_the_three_deciders_equal(excluded, start: int, length: int) -> None:
+    grounding, gbnf, lark = excluded
+    symbols = [s for text in EVIDENCE for s in tokens(text)]
+    piece = symbols[start % len(symbols) :][:length]
+    answer = "".join((" " if s.spaced and i else "") + s.text for i, s in enumerate(piece))
+    step = f"Thought: done.\nFinal: {answer}\n"
+    verdict = grounding.accepts(answer)
+    assert gbnf.accepts(step) is verdict
+    assert lark.accepts(step) is verdict
+
+
+def test_an_exclusion_that_would_leave_no_answer_is_ignored() -> None:
+    grounding = Grounding(["Mount Elbrus", "Mount Kilimanjaro"], yes_no=False)
+    grounding.exclude("Mount Elbrus")
+    assert not grounding.accepts("Mount Elbrus") and not grounding.accepts("Mount")
+    assert grounding.accepts("Mount Kilimanjaro") and grounding.accepts("Kilimanjaro")
+    before = grounding.sha256
+    grounding.exclude("Mount Kilimanjaro")
+    grounding.exclude("Kilimanjaro")
+    grounding.exclude("Elbrus")
+    assert grounding.sha256 != before
+    # every answer is excluded now: the exclusions are set aside rather than leave a grammar with no Final
+    assert grounding.accepts("Mount Elbrus")
+    assert GbnfChecker(build_grammar(SPEC, grounding).gbnf).accepts("Thought: x\nFinal: Mount Kilimanjaro\n")
+
+
+def test_yes_no_and_answers_that_are_not_spans_are_never_excluded() -> None:
+    grounding = Grounding(EVIDENCE)
+    for answer in ("yes", "No", "", "  ", ", Ireland"):
+        grounding.exclude(answer)
+    assert grounding.accepts("yes") and grounding.accepts("Dublin, Ireland")
