@@ -8,7 +8,9 @@ Gator Country guitarist come from?"). The question says which of three forms its
 - `yes_no`: the question opens with an auxiliary verb ("Are both ...", "Did ...", "Were A and B ..."): the answer
   is `yes` or `no`. When it also offers options ("Is A or B written more for ...?") the options are allowed too.
 - `choice`: a which/who question that offers options joined by "or" ("Who was born first, A or B?"): the answer
-  is a span of the question, so the model picks one of the options as the question writes it.
+  is one of the options as the question writes it (`choice_options`: the two names around "or" after a comma or
+  a colon, or after the comparative word: "Which magazine was started first A or B?"), its first letter in
+  either case ("radium" or "Radium"); where the options cannot be told apart, any span of the question.
 - `open`: any other question: the answer is a span of what the searches returned, never of the question alone
   (an open question does not contain its own answer), and never yes/no.
 
@@ -32,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from offline_agent.grounding import Grounding
+from offline_agent.grounding import Grounding, OptionsGrounding
 
 KINDS = ("open", "yes_no", "choice")
 
@@ -105,6 +107,7 @@ class AnswerForm:
     yes_no: bool
     wants: str | None = None  # "date" or "number": what an open question asks for, when it says
     asks_for: tuple[str, ...] = ()  # the words of "which/what NOUN" naming the kind of thing asked for
+    options: tuple[str, ...] = ()  # a choice's options, where choice_options finds them
 
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular)."""
@@ -125,7 +128,10 @@ class AnswerForm:
         return self.kind == "open"
 
     def grounding(self) -> Grounding:
-        """The evidence a Final starts from, before any search: the options of a choice, yes/no, or nothing."""
+        """The evidence a Final starts from, before any search: the options of a choice (or, where they cannot be
+        told apart, the spans of the question), yes/no, or nothing."""
+        if self.options:
+            return OptionsGrounding(self.options, yes_no=self.yes_no)
         texts = [self.question] if self.kind == "choice" else []
         return Grounding(texts, yes_no=self.yes_no)
 
@@ -136,9 +142,11 @@ def answer_form(question: str) -> AnswerForm:
     first = words[0] if words else ""
     offers = _offers_options(question)
     if first in _AUXILIARIES:
-        return AnswerForm("choice" if offers else "yes_no", question, yes_no=True)
+        if offers:
+            return AnswerForm("choice", question, yes_no=True, options=choice_options(question) or ())
+        return AnswerForm("yes_no", question, yes_no=True)
     if first in _CHOOSERS and offers:
-        return AnswerForm("choice", question, yes_no=False)
+        return AnswerForm("choice", question, yes_no=False, options=choice_options(question) or ())
     wants = "date" if _WANTS_DATE.search(question) else "number" if _WANTS_NUMBER.search(question) else None
     return AnswerForm("open", question, yes_no=False, wants=wants, asks_for=() if wants else _kind_asked(question))
 
@@ -189,6 +197,28 @@ def _offers_options(question: str) -> bool:
     return opener[0].isupper() or opener[0].isdigit() or opener[0] in "\"'“‘" or bool(_COMPARING.search(question))
 
 
+def choice_options(question: str) -> tuple[str, str] | None:
+    """The two options of "..., A or B?", "...: A or B?" or "..., A or B, ...?" (each between a comma or colon and
+    "or"), else of "... COMPARATIVE A or B?" ("Which magazine was started first Arthur's Magazine or First for
+    Women?"); a leading article and quotes are dropped. None when neither shape fits."""
+    match = re.search(r"[,:]\s*([^,:?]+?)\s+or\s+([^,:?]+?)\s*(?:[,?]|$)", question)
+    if match is None:
+        joined = re.search(r"\s+or\s+", question)
+        before = [m for m in _COMPARING.finditer(question) if joined and m.end() <= joined.start()]
+        if not before:
+            return None
+        match = re.match(r"\s+([^,:?]+?)\s+or\s+([^,:?]+?)\s*(?:\?|$)", question[before[-1].end() :])
+        if match is None:
+            return None
+    options = tuple(_bare_option(part) for part in match.groups())
+    return (options[0], options[1]) if all(options) and options[0] != options[1] else None
+
+
+def _bare_option(text: str) -> str:
+    text = re.sub(r"^(?:the|a|an)\s+", "", text.strip(), flags=re.IGNORECASE)
+    return text.strip("\"'“”‘’ ")
+
+
 def in_question(answer: str, question: str) -> bool:
     """True if `answer`, normalised as HotpotQA does, is a run of whole words of the question."""
     from offline_agent.eval.metrics import normalize_answer
@@ -197,4 +227,4 @@ def in_question(answer: str, question: str) -> bool:
     return bool(needle) and f" {needle} " in f" {normalize_answer(question)} "
 
 
-__all__ = ["KINDS", "AnswerForm", "answer_form", "in_question"]
+__all__ = ["KINDS", "AnswerForm", "answer_form", "choice_options", "in_question"]

@@ -7,8 +7,9 @@ import pytest
 
 from offline_agent.agents import AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
-from offline_agent.answer_form import answer_form, in_question
+from offline_agent.answer_form import answer_form, choice_options, in_question
 from offline_agent.backends import ScriptedBackend
+from offline_agent.compare import comparison, measure, winner
 from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.steps import Completion
@@ -149,6 +150,36 @@ def test_the_same_answer_written_again_after_a_refusal_is_kept(tiny_index) -> No
     )
     trajectory = agent.run("In which city was Marie Curie born?")
     assert trajectory.answer == "Marie Curie"
+
+
+def test_an_answer_refused_as_wrong_cannot_be_written_again_with_exclude_refused(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Warsaw]",
+            "Thought: b\nFinal: Marie Curie",
+            "Thought: c\nFinal: Warsaw",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.answer == "Warsaw"
+    grammar = GbnfChecker(backend.calls[2].grammar)
+    assert not grammar.accepts("Thought: c\nFinal: Marie Curie\n")  # nor a span it begins, nor one beginning with it
+    assert not grammar.accepts("Thought: c\nFinal: Marie\n")
+    assert grammar.accepts("Thought: c\nFinal: Warsaw\n") and grammar.accepts("Thought: c\nFinal: Curie\n")
+
+
+def test_an_answer_refused_for_want_of_reading_may_be_written_again(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: Warsaw"],
+        search_k=1,
+        exclude_refused=True,
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.steps[1].details.refusal.reason == "unopened"
+    assert trajectory.answer == "Warsaw"  # unopened is not a judgement of the answer: it stands once read
 
 
 def test_unopened_shows_the_document_the_answer_names(tiny_index) -> None:
@@ -374,3 +405,121 @@ def test_eval_options_default_to_the_measured_answer_settings(tmp_path) -> None:
     assert {key: ctx.params[key] for key in ANSWER_DEFAULTS} == ANSWER_DEFAULTS
     # the plain engine stays what the scripted tests and recorded runs pin
     assert AgentConfig().grounded is False and AgentConfig().snippet == "head"
+
+
+# ---- compare -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "dimension", "larger_wins", "options"),
+    [
+        ("Who was born first, Marie Curie or Pierre Curie?", "time", False, ("Marie Curie", "Pierre Curie")),
+        ("Which is higher, Mount Kilimanjaro or Mount Elbrus?", "size", True, ("Mount Kilimanjaro", "Mount Elbrus")),
+        ("Which opened first, the Golden Gate Bridge or the Sydney Harbour Bridge?", "time", False,
+         ("Golden Gate Bridge", "Sydney Harbour Bridge")),
+        ("Which club was founded earlier, Manchester United or Liverpool F.C.?", "time", False,
+         ("Manchester United", "Liverpool F.C.")),
+        ("Who is younger, Keith Bostic or Jerry Glanville?", "time", True, ("Keith Bostic", "Jerry Glanville")),
+        ("Which river is shorter, the Vistula or the Oder?", "size", False, ("Vistula", "Oder")),
+        ("Which magazine was started first Arthur's Magazine or First for Women?", "time", False,
+         ("Arthur's Magazine", "First for Women")),  # no comma: the options follow the comparative
+    ],
+)  # fmt: skip
+def test_what_a_comparing_question_compares(question, dimension, larger_wins, options) -> None:
+    how = comparison(question)
+    assert how is not None
+    assert (how.dimension, how.larger_wins, how.options) == (dimension, larger_wins, options)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which band, Letters to Cleo or Screaming Trees, had more members?",  # a count with no unit: not measured
+        "Were Marie Curie and Pierre Curie born in the same city?",  # no options
+        "Which is Polish, Marie Curie or Pierre Curie?",  # no comparative
+    ],
+)
+def test_questions_that_compare_nothing_measurable(question: str) -> None:
+    assert comparison(question) is None
+
+
+def test_numbers_are_read_from_the_sentence_of_the_event_compared() -> None:
+    born = comparison("Who was born first, Ada or Bo?")
+    sank = comparison("Which ship sank first, Ada or Bo?")
+    high = comparison("Which is higher, Ada or Bo?")
+    assert born is not None and sank is not None and high is not None
+    text = "Ada was a liner launched in 1906. On 7 May 1915 she was torpedoed and sank. She was born in 1900."
+    assert measure(text, sank).value == 1915
+    assert measure(text, born).value == 1900
+    assert measure("Ada was built in 1901 and launched in 1906.", sank).value == 1901  # no cue: the first year
+    assert measure("Ada rises to 5,895 metres. It was climbed in 1889.", high).value == 5895
+    assert measure("Bo is about 19,341 ft high.", high).value == pytest.approx(5895.1, abs=0.1)
+    assert measure("The Bo is 1,047 kilometres long.", high).value == 1_047_000
+    assert measure("No numbers at all here.", high) is None
+    assert measure("Its 1,500 members met 300 times.", born) is None  # neither is a year
+    first, second = measure("Ada 1867.", born), measure("Bo 1859.", born)
+    assert winner(born, first, second) == 1 and winner(born, first, first) is None
+
+
+def test_compare_refuses_the_option_whose_number_loses_and_shows_both(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Pierre Curie born]",
+            "Thought: b\nFinal: Marie Curie",
+            "Thought: c\nFinal: Pierre Curie",
+        ],
+    )
+    trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "compare" and refused.details.refusal.answer == "Marie Curie"
+    assert refused.observation.startswith("Compare the numbers: Marie Curie 1867 (")
+    assert "Pierre Curie 1859 (Pierre Curie was a French physicist born in Paris in 1859)." in refused.observation
+    assert "1859 is earlier than 1867." in refused.observation
+    assert "Compare the numbers" in backend.calls[2].prompt
+    assert trajectory.answer == "Pierre Curie" and trajectory.steps[2].details.refusal is None
+
+
+def test_compare_lets_the_winning_option_stand(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Pierre Curie born]", "Thought: b\nFinal: Pierre Curie"],
+    )
+    trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
+    assert trajectory.answer == "Pierre Curie" and len(trajectory.steps) == 2
+
+
+# ---- a choice's options ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "options"),
+    [
+        ("Which element has the higher atomic number, polonium or radium?", ("polonium", "radium")),
+        ("Which dog's ancestors include Gordon and Irish Setters: the Manchester Terrier or the Scotch Collie?",
+         ("Manchester Terrier", "Scotch Collie")),
+        ("who is younger Keith Bostic or Jerry Glanville ?", ("Keith Bostic", "Jerry Glanville")),
+        ('Which movie was filmed first "The Guest" or "You\'re Next"?', ("The Guest", "You're Next")),
+        ("Is Velvetpark or Shape magazine written more for a queer readership?", None),  # "or" before the comparative
+        ("Are both Lygodium or Maxillaria a genus of orchids?", None),
+        ("In which city was Marie Curie born?", None),
+    ],
+)  # fmt: skip
+def test_choice_options_are_read_off_the_question(question: str, options) -> None:
+    assert choice_options(question) == options
+
+
+def test_a_choice_with_options_can_only_be_answered_with_one_of_them() -> None:
+    form = answer_form("Which element has the higher atomic number, polonium or radium?")
+    assert form.kind == "choice" and form.options == ("polonium", "radium")
+    grounding = form.grounding()
+    grounding.add("[1] Radium: Radium has the atomic number 88.")  # what is read does not become an answer
+    checker = GbnfChecker(build_grammar(GrammarSpec(tools=(ToolSpec("search"),), grounded=True), grounding).gbnf)
+    for answer, expected in [("radium", True), ("Radium", True), ("Polonium", True), ("number", False),
+                             ("88", False), ("radium or polonium", False), ("yes", False)]:  # fmt: skip
+        assert grounding.accepts(answer) is expected, answer
+        assert checker.accepts(f"Thought: x\nFinal: {answer}\n") is expected, answer
+    grounding.exclude("Polonium")
+    assert not grounding.accepts("polonium") and grounding.accepts("Radium")
+    grounding.exclude("radium")  # the last option left stays
+    assert grounding.accepts("radium")

@@ -77,7 +77,9 @@ def test_help_lists_the_options(cli) -> None:
 def test_run_then_resume(cli, questions: Path, tiny_corpus: Path, tmp_path: Path, scripted) -> None:
     out = tmp_path / "run"
     scripted.enqueue(*outputs("q1", "q2"))
-    first = invoke(cli, "eval", str(questions), "--pool", str(tiny_corpus), "--limit", "2", "--out", str(out))
+    # the plain engine the SCRIPT is written for (verify's compare check would refuse q2's wrong answer)
+    flags = plain_flags()
+    first = invoke(cli, "eval", str(questions), "--pool", str(tiny_corpus), "--limit", "2", "--out", str(out), *flags)
     assert first.exit_code == 0, first.output
     assert "run folder: " in first.stderr and "new: 2 questions" in first.stderr
     assert "[1/2] q1  EM 1  F1 1.00  3 steps" in first.stderr and "running EM 50.0  F1 75.0" in first.stderr
@@ -85,7 +87,7 @@ def test_run_then_resume(cli, questions: Path, tiny_corpus: Path, tmp_path: Path
     assert "stop reasons: final 2" in first.stdout
 
     scripted.enqueue(*SCRIPT["q3"])
-    again = invoke(cli, "eval", str(questions), "--pool", str(tiny_corpus), "--out", str(out), "--json", "-q")
+    again = invoke(cli, "eval", str(questions), "--pool", str(tiny_corpus), "--out", str(out), "--json", "-q", *flags)
     assert again.exit_code == 0 and again.stderr == ""
     summary = json.loads(again.stdout)
     assert summary["questions"] == 3 and summary["format"]["format_error_runs"] == 1

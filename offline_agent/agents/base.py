@@ -91,6 +91,9 @@ class AgentConfig:
     first_search: bool = False
     # What the corpus is about (agents/scope.py): a question outside it is refused before any search.
     scope: str | None = None
+    # With grounded: a Final the verify strategy refused as wrong (not one it refused for want of reading) may not
+    # be written again, nor a span that begins with it or that it begins with (Grounding.exclude).
+    exclude_refused: bool = False
 
     def __post_init__(self) -> None:
         self.search_settings()  # bad search settings fail here
@@ -133,6 +136,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "sentences": 2,
     "links": 4,
     "observation_tokens": 600,
+    "exclude_refused": True,
 }
 
 

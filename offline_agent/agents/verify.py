@@ -20,14 +20,21 @@ Final is not the end of the run but an Observation that says why, and the model 
 - `one_side`: a yes/no or "A or B" question names documents the run has not read ("Are the Laleli Mosque and
   Esma Sultan Mansion in the same neighborhood?" answered after reading only the mosque): a comparison judged from
   one side is a guess. The Observation is those documents, so the model reads the other side before answering.
+- `compare`: a "Which is higher, A or B?" or "Who was born first, A or B?" question (compare.py) is answered
+  with the option whose number loses, by the numbers the two options' documents give (a year, or a length in
+  metres): the model read both numbers and guessed which is larger. Observation: both numbers, the sentences they
+  come from, and which is larger.
 - `unopened`: the answer is the title of a document the run has not read (its title, a qualifier such as
   "(1945 film)" aside, is the answer as written): the model names a hop it has not made. The Observation is that
   document, so the model reads it before answering again (an answer that really is that entity is then
   accepted, one search later).
 
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
-Final counts as written. Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples
-show refusals and how to go on after one (prompt_files/verify_*.txt).
+Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
+kind, asks_for, compare: EXCLUDED_REASONS) is taken out of every later step's grammar, so the model cannot write
+it again; one refused for want of reading (unread, one_side, unopened) can be, once the run has read more.
+Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples show refusals and how to
+go on after one (prompt_files/verify_*.txt).
 """
 
 from __future__ import annotations
@@ -37,10 +44,15 @@ from collections.abc import Sequence
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import TurnResult
 from offline_agent.answer_form import AnswerForm, answer_form, in_question
+from offline_agent.compare import Comparison, comparison, measure, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.steps import Step, StepRecord
 
 MAX_REFUSALS = 3
+# Refusals that judge the answer itself wrong: with exclude_refused, it cannot be written again (Grounding.exclude).
+# Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
+# the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
+EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "compare"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
@@ -50,6 +62,10 @@ WANTS = {"date": "a year or a date", "number": "a number"}
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
 ONE_SIDE = "The question also names {titles}, which you have not read:\n{text}\nNow answer the question: {question}"
+COMPARE = (
+    "Compare the numbers: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
+    "{order}. Now answer the question: {question}"
+)
 
 
 class VerifyAgent(ReActAgent):
@@ -59,6 +75,16 @@ class VerifyAgent(ReActAgent):
     prompt_name = "verify"
 
     def check_final(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
+        refusal = self._check(state, record, step, turn)
+        details = record.details
+        reason = details.refusal.reason if details is not None and details.refusal is not None else None
+        excluding = self.config.exclude_refused and reason in EXCLUDED_REASONS
+        if refusal is not None and excluding and state.grounding is not None:
+            assert step.final is not None
+            state.grounding.exclude(step.final)
+        return refusal
+
+    def _check(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
         assert step.final is not None
         from offline_agent.eval.metrics import normalize_answer
 
@@ -69,10 +95,11 @@ class VerifyAgent(ReActAgent):
             return None
         question = state.trajectory.question
         form = state.form or answer_form(question)
-        if state.grounding is not None and refused_first_word(record.raw, turn.last_rejections):
+        # A choice with options: the grammar offers the options only, so a refused first word is not unread text.
+        if state.grounding is not None and not form.options and refused_first_word(record.raw, turn.last_rejections):
             return self._refuse(record, "unread", answer, UNREAD.format(question=question))
         if form.kind != "open":
-            return self._one_side(state, record, answer)
+            return self._one_side(state, record, answer) or self._compare(record, answer, question)
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
         if not form.fits(answer):
@@ -124,6 +151,41 @@ class VerifyAgent(ReActAgent):
         text = ONE_SIDE.format(titles=" and ".join(titles), text=observation, question=question)
         return self._refuse(record, "one_side", answer, text)
 
+    def _compare(self, record: StepRecord, answer: str, question: str) -> str | None:
+        """The `compare` check: refuse the option of a comparing question whose number loses, by the numbers its
+        and the other option's documents give (compare.py; through the search tool's `document`)."""
+        from offline_agent.eval.metrics import normalize_answer
+
+        how = comparison(question)
+        document = getattr(self._search_tool(), "document", None)
+        if how is None or document is None:
+            return None
+        chosen = [i for i, option in enumerate(how.options) if normalize_answer(option) == normalize_answer(answer)]
+        if not chosen:
+            return None
+        texts = [document(option) for option in how.options]
+        first_measure, second_measure = (measure(text, how) if text is not None else None for text in texts)
+        if first_measure is None or second_measure is None:
+            return None
+        best = winner(how, first_measure, second_measure)
+        if best is None or best == chosen[0]:
+            return None
+        shown = [_shown(how, first_measure.value), _shown(how, second_measure.value)]
+        low, high = shown if first_measure.value < second_measure.value else shown[::-1]
+        order = f"{low} is earlier than {high}" if how.dimension == "time" else f"{high} is more than {low}"
+        first, second = how.options
+        text = COMPARE.format(
+            first=first,
+            first_value=shown[0],
+            first_text=first_measure.text.rstrip("."),
+            second=second,
+            second_value=shown[1],
+            second_text=second_measure.text.rstrip("."),
+            order=order,
+            question=question,
+        )
+        return self._refuse(record, "compare", answer, text)
+
     def _open(self, state: LoopState, record: StepRecord, how: str, text: str) -> tuple[str, list[str]] | None:
         """Show the documents the search tool's `how` (open_named or open_mentioned) finds for `text` that the run
         has not read, as this step's tool result: (the Observation, their titles), or None where there are none or
@@ -145,6 +207,11 @@ class VerifyAgent(ReActAgent):
             assert state.grounding is not None
             state.grounding.add(observation)
         return observation, list(reported.titles)
+
+
+def _shown(how: Comparison, value: float) -> str:
+    """A measured number as the refusal shows it: a year as written, a length in metres."""
+    return f"{value:.0f}" if how.dimension == "time" else f"{value:,.0f} metres"
 
 
 def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:

@@ -187,6 +187,7 @@ def ask(
     answer_form: bool,
     min_searches: int,
     first_search: bool,
+    exclude_refused: bool,
     samples: int,
     search_k: int,
     snippet: str,

@@ -183,6 +183,7 @@ def chat(
     answer_form: bool,
     min_searches: int,
     first_search: bool,
+    exclude_refused: bool,
     samples: int,
     search_k: int,
     snippet: str,

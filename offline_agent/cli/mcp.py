@@ -71,6 +71,7 @@ def mcp(
     answer_form: bool,
     min_searches: int,
     first_search: bool,
+    exclude_refused: bool,
     samples: int,
     budget_hint: bool,
     search_k: int,

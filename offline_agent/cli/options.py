@@ -145,6 +145,14 @@ def control_options() -> Decorator:
                 "(not of the question).",
             ),
             click.option(
+                "--exclude-refused/--no-exclude-refused",
+                default=ANSWER_DEFAULTS["exclude_refused"],
+                show_default=True,
+                help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, is not "
+                "the kind of thing asked for, loses a comparison) cannot be written again, nor a "
+                "span that begins with it or that it begins with.",
+            ),
+            click.option(
                 "--first-search/--no-first-search",
                 default=False,
                 show_default=True,

@@ -62,6 +62,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.min_searches": 0,
     "agent_config.samples": 1,
     "agent_config.first_search": False,
+    "agent_config.exclude_refused": False,
     "agent_config.scope": None,
     "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }

@@ -79,6 +79,7 @@ class EvalOptions:
     min_searches: int = 0
     samples: int = 1
     first_search: bool = False
+    exclude_refused: bool = ANSWER_DEFAULTS["exclude_refused"]
     scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
     backend: str = "llamacpp"
@@ -127,6 +128,7 @@ class EvalOptions:
             min_searches=self.min_searches,
             samples=self.samples,
             first_search=self.first_search,
+            exclude_refused=self.exclude_refused,
             scope=self.scope,
             action_graph=self.action_graph,
         )

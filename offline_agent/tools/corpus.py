@@ -152,15 +152,20 @@ class SearchTool(_ThreadDetails):
         found = [(pid, title) for pid, title in self.session.titles().named(name) if title not in exclude]
         return self._show_documents(name, found)
 
+    def document(self, name: str) -> str | None:
+        """The text of the first passage of the document titled `name` (a qualifier aside); None when no document
+        has that title."""
+        found = self.session.titles().named(name.strip())
+        return self.session.index.passage(found[0][0]).text if found else None
+
     def definition(self, name: str) -> str | None:
         """The first sentence of the document titled `name` (a qualifier aside), which says what it is ("Dublin is
         the capital and largest city of Ireland ..."); None when no document has that title."""
         from offline_agent.retrieval import split_sentences
 
-        found = self.session.titles().named(name.strip())
-        if not found:
+        text = self.document(name)
+        if text is None:
             return None
-        text = self.session.index.passage(found[0][0]).text
         spans = split_sentences(text)
         return text[spans[0][0] : spans[0][1]].strip() if spans else text.strip() or None
 

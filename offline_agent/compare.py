@@ -1,0 +1,134 @@
+"""Comparisons read off a question and measured in documents: which option has the earlier year or the larger size.
+
+Why: a 1.5B model that has read "Mount Kilimanjaro ... at 5,895 metres" and "Mount Elbrus ... a height of 5,642
+metres" still answers "Mount Elbrus" to "Which is higher, Mount Kilimanjaro or Mount Elbrus?" about as often as
+not: it reads both numbers and then guesses which is larger. Twelve of the 25 sample questions the default agent
+got wrong were such comparisons. Comparing two numbers is not a language task, so verify.py does it: when the
+model picks an option whose number loses, the refusal shows both numbers and which is larger, and the model
+answers again.
+
+What is compared (`comparison`), from the question's comparative word:
+- `time`: first, earlier, earliest, older, oldest, sooner (the smaller year wins); later, latest, younger,
+  youngest, newer (the larger year wins). Each option's year is the first year (1000-2099) of the sentence of its
+  document that shares a word with the question ("born", "founded", "sank": the event compared), or else of the
+  first sentence with a year.
+- `size`: higher, highest, taller, tallest, longer, longest, larger, largest, bigger, biggest, deeper, deepest
+  (the larger measure wins); shorter, lower, smaller (the smaller wins). A measure is a number with a unit of
+  length (metres, kilometres, feet, miles, with their abbreviations), compared in metres, taken like the year.
+The options are the two names around the question's "or" (answer_form.choice_options: "Which is higher, A or
+B?", "Which band, A or B, had more members?", "Which opened first A or B?"). Anything else (no comparative, no
+options, a number with no unit, equal numbers) gives no verdict, and the model's answer stands.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from offline_agent.answer_form import choice_options
+from offline_agent.retrieval.sentences import split_sentences
+
+_SMALLER_YEAR = frozenset(["first", "earlier", "earliest", "older", "oldest", "sooner"])
+_LARGER_YEAR = frozenset(["later", "latest", "younger", "youngest", "newer", "newest"])
+_LARGER_SIZE = frozenset(
+    ["higher", "highest", "taller", "tallest", "longer", "longest", "larger", "largest", "bigger", "biggest"]
+    + ["deeper", "deepest"]
+)
+_SMALLER_SIZE = frozenset(["shorter", "shortest", "lower", "lowest", "smaller", "smallest"])
+_WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
+_YEAR = re.compile(r"(?<![\d,.])(1\d{3}|20\d{2})(?![\d,])")
+_METRES = {
+    "m": 1.0, "metre": 1.0, "metres": 1.0, "meter": 1.0, "meters": 1.0,
+    "km": 1000.0, "kilometre": 1000.0, "kilometres": 1000.0, "kilometer": 1000.0, "kilometers": 1000.0,
+    "ft": 0.3048, "foot": 0.3048, "feet": 0.3048,
+    "mi": 1609.344, "mile": 1609.344, "miles": 1609.344,
+}  # fmt: skip
+_LENGTH = re.compile(
+    r"(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*(" + "|".join(sorted(_METRES, key=len, reverse=True)) + r")\b"
+)
+# Words of a question that name no event: they never pick the sentence a number is read from.
+_PLAIN = frozenset(
+    ["which", "who", "whom", "whose", "what", "is", "are", "was", "were", "the", "a", "an", "of", "or", "and", "in"]
+    + ["on", "at", "to", "by", "for", "from", "with", "did", "does", "do", "has", "have", "had", "been", "one"]
+    + [*_SMALLER_YEAR, *_LARGER_YEAR, *_LARGER_SIZE, *_SMALLER_SIZE, "more", "less", "than", "two"]
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a comparing question compares: `dimension` ("time" or "size"), whether the larger number wins, the
+    comparative as the question writes it, its two options, and its other words (which pick the sentence)."""
+
+    dimension: str
+    larger_wins: bool
+    word: str
+    options: tuple[str, str]
+    cues: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A number read for one option: its value (a year, or metres) and the text it was read from."""
+
+    value: float
+    text: str
+
+
+def comparison(question: str) -> Comparison | None:
+    """The comparison `question` asks for, or None when it asks for none this module can measure."""
+    options = choice_options(question)
+    if options is None:
+        return None
+    words = [word.lower() for word in _WORD.findall(question)]
+    for word in words:
+        for dimension, larger_wins, vocabulary in (
+            ("time", False, _SMALLER_YEAR),
+            ("time", True, _LARGER_YEAR),
+            ("size", True, _LARGER_SIZE),
+            ("size", False, _SMALLER_SIZE),
+        ):
+            if word in vocabulary:
+                named = {w.lower() for option in options for w in _WORD.findall(option)}
+                cues = frozenset(w for w in words if w not in _PLAIN and w not in named and len(w) > 2)
+                return Comparison(dimension, larger_wins, word, options, cues)
+    return None
+
+
+def measure(text: str, how: Comparison) -> Measure | None:
+    """The number `text` (an option's document) gives for the comparison: from the first sentence that shares a
+    word with the question, else from the first sentence that has such a number at all; None when none has."""
+    sentences = [text[start:end].strip() for start, end in split_sentences(text)]
+    read = _year if how.dimension == "time" else _length
+    found = [(sentence, value) for sentence in sentences if (value := read(sentence)) is not None]
+    if not found:
+        return None
+    for sentence, value in found:
+        if how.cues & {word.lower() for word in _WORD.findall(sentence)}:
+            return Measure(value, sentence)
+    sentence, value = found[0]
+    return Measure(value, sentence)
+
+
+def _year(sentence: str) -> float | None:
+    match = _YEAR.search(sentence)
+    return float(match.group(1)) if match else None
+
+
+def _length(sentence: str) -> float | None:
+    match = _LENGTH.search(sentence)
+    if match is None:
+        return None
+    whole, fraction, unit = match.groups()
+    number = float(whole.replace(",", "") + (f".{fraction}" if fraction else ""))
+    return number * _METRES[unit.lower()]
+
+
+def winner(how: Comparison, first: Measure, second: Measure) -> int | None:
+    """0 or 1: which option's number wins the comparison; None when they are equal."""
+    if first.value == second.value:
+        return None
+    first_larger = first.value > second.value
+    return 0 if first_larger == how.larger_wins else 1
+
+
+__all__ = ["Comparison", "Measure", "comparison", "measure", "winner"]
