@@ -34,7 +34,9 @@ def runs(tmp_path: Path, tiny_corpus: Path) -> list[Path]:
     questions.write_text("".join(json.dumps(row) + "\n" for row in QUESTIONS), encoding="utf-8")
     react, standard = tmp_path / "runs" / "react", tmp_path / "runs" / "standard"
     run_evaluation(
-        EvalOptions(questions, pool=tiny_corpus, out=react), backend=ScriptedBackend(outputs("q1", "q2", "q3"))
+        # the plain engine the script is written for (verify's compare check would refuse q2's wrong answer)
+        EvalOptions(questions, pool=tiny_corpus, out=react, **plain_settings()),
+        backend=ScriptedBackend(outputs("q1", "q2", "q3")),
     )
     run_evaluation(
         EvalOptions(questions, pool=tiny_corpus, out=standard, agent="standard"),
