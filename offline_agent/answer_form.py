@@ -9,8 +9,8 @@ Gator Country guitarist come from?"). The question says which of three forms its
   is `yes` or `no`. When it also offers options ("Is A or B written more for ...?") the options are allowed too.
 - `choice`: a which/who question that offers options joined by "or" ("Who was born first, A or B?"): the answer
   is one of the options as the question writes it (`choice_options`: the two names around "or" after a comma or
-  a colon, or after the comparative word: "Which magazine was started first A or B?"), its first letter in
-  either case ("radium" or "Radium"); where the options cannot be told apart, any span of the question.
+  a colon, or after the comparative word: "Which magazine was started first A or B?"), or with a capital
+  first letter ("radium" or "Radium"); where the options cannot be told apart, any span of the question.
 - `open`: any other question: the answer is a span of what the searches returned, never of the question alone
   (an open question does not contain its own answer), and never yes/no.
 

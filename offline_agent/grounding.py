@@ -290,8 +290,8 @@ class Grounding:
 
 
 class OptionsGrounding(Grounding):
-    """A choice question's answers: its options, whole, as the question writes them or with the first letter in
-    the other case ("radium", "Radium"), and yes/no where the question allows them. Nothing read is added (a
+    """A choice question's answers: its options, whole, as the question writes them or with a capital first letter
+    ("radium", "Radium"; a document names it so), and yes/no where the question allows them. Nothing read is added (a
     choice is answered with an option, not with what a search returned); `exclude` takes an option out while
     another answer is left."""
 
@@ -300,7 +300,7 @@ class OptionsGrounding(Grounding):
         self.options: list[str] = []
         for option in options:
             option = " ".join(option.split())
-            for written in (option, option[:1].swapcase() + option[1:]):
+            for written in (option, option[:1].upper() + option[1:]):
                 if written and written not in self.options:
                     self.options.append(written)
         self._digest.update(("\0options\0" + "\0".join(self.options)).encode("utf-8"))

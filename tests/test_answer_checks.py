@@ -515,11 +515,14 @@ def test_a_choice_with_options_can_only_be_answered_with_one_of_them() -> None:
     grounding = form.grounding()
     grounding.add("[1] Radium: Radium has the atomic number 88.")  # what is read does not become an answer
     checker = GbnfChecker(build_grammar(GrammarSpec(tools=(ToolSpec("search"),), grounded=True), grounding).gbnf)
-    for answer, expected in [("radium", True), ("Radium", True), ("Polonium", True), ("number", False),
-                             ("88", False), ("radium or polonium", False), ("yes", False)]:  # fmt: skip
+    answers = [("radium", True), ("Radium", True), ("Polonium", True), ("number", False), ("RADIUM", False),
+               ("88", False), ("radium or polonium", False), ("yes", False)]  # fmt: skip
+    for answer, expected in answers:
         assert grounding.accepts(answer) is expected, answer
         assert checker.accepts(f"Thought: x\nFinal: {answer}\n") is expected, answer
     grounding.exclude("Polonium")
     assert not grounding.accepts("polonium") and grounding.accepts("Radium")
     grounding.exclude("radium")  # the last option left stays
     assert grounding.accepts("radium")
+    capital = answer_form("Which river is longer, the River Severn or the River Thames?").grounding()
+    assert capital.accepts("River Severn") and not capital.accepts("river Severn")  # never lower-cased
