@@ -69,7 +69,7 @@ COMPARE = (
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, kind, asks for, one side, unopened) first."""
+    """ReAct whose Finals are checked (unread, in the question, kind, asks for, one side, compare, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
