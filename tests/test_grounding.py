@@ -63,7 +63,12 @@ def grounded():
     ],
 )
 def test_span_language_agrees_in_python_gbnf_and_lark(grounded, answer: str, expected: bool) -> None:
-    grounding, gbnf, lark = grounded
+    assert_deciders_say(grounded, answer, expected)
+
+
+def assert_deciders_say(deciders, answer: str, expected: bool) -> None:
+    """The grounding itself, its GBNF and its Lark grammar each accept `answer` as a Final, or each refuse it."""
+    grounding, gbnf, lark = deciders
     step = f"Thought: done.\nFinal: {answer}\n"
     assert grounding.accepts(answer) is expected
     assert gbnf.accepts(step) is expected
@@ -153,11 +158,7 @@ def excluded():
     ],
 )
 def test_an_excluded_answer_is_refused_alike_by_python_gbnf_and_lark(excluded, answer: str, expected: bool) -> None:
-    grounding, gbnf, lark = excluded
-    step = f"Thought: done.\nFinal: {answer}\n"
-    assert grounding.accepts(answer) is expected
-    assert gbnf.accepts(step) is expected
-    assert lark.accepts(step) is expected
+    assert_deciders_say(excluded, answer, expected)
 
 
 @settings(max_examples=150)
