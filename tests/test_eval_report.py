@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from support import plain_settings
 from test_eval_cli import cli  # noqa: F401  (the fixture)
 from test_eval_datasets import write_hotpot
-from test_eval_runner import QUESTIONS, outputs
+from test_eval_runner import QUESTIONS, options, outputs
 
 from offline_agent.backends import ScriptedBackend
 from offline_agent.eval.report import comparison_table, load_run, markdown_table, render_markdown
@@ -35,7 +35,7 @@ def runs(tmp_path: Path, tiny_corpus: Path) -> list[Path]:
     react, standard = tmp_path / "runs" / "react", tmp_path / "runs" / "standard"
     run_evaluation(
         # the plain engine the script is written for (verify's compare check would refuse q2's wrong answer)
-        EvalOptions(questions, pool=tiny_corpus, out=react, **plain_settings()),
+        options(questions, tiny_corpus, react),
         backend=ScriptedBackend(outputs("q1", "q2", "q3")),
     )
     run_evaluation(

@@ -233,14 +233,13 @@ def test_a_row_from_before_supporting_facts_gets_them_on_resume(tmp_path: Path) 
 
 
 def test_a_dataset_without_sentences_has_no_sp_scores(tmp_path: Path, tiny_corpus: Path) -> None:
-    from support import plain_settings
-    from test_eval_runner import QUESTIONS, outputs
+    from test_eval_runner import QUESTIONS, options, outputs
 
     questions = tmp_path / "q.jsonl"
     questions.write_text("".join(json.dumps(row) + "\n" for row in QUESTIONS), encoding="utf-8")
     summary = run_evaluation(
         # the plain engine the script is written for (verify's compare check would refuse q2's wrong answer)
-        EvalOptions(dataset=questions, pool=tiny_corpus, out=tmp_path / "run", **plain_settings()),
+        options(questions, tiny_corpus, tmp_path / "run"),
         backend=ScriptedBackend(outputs("q1", "q2", "q3")),
     )
     assert summary["sp_em"] is None and summary["joint_f1"] is None and summary["sp_questions"] == 0

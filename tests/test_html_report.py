@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import plain_settings
 from test_eval_cli import cli  # noqa: F401  (the fixture)
-from test_eval_runner import QUESTIONS, outputs
+from test_eval_runner import QUESTIONS, options, outputs
 
 from offline_agent.backends import ScriptedBackend
 from offline_agent.eval.html_report import report_data, script_json
@@ -40,10 +39,8 @@ def runs(tmp_path: Path, tiny_corpus: Path) -> list[Path]:
     questions.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     react, standard = tmp_path / "runs" / "react", tmp_path / "runs" / "standard"
     # the plain engine the script is written for (verify's compare check would refuse q2's wrong answer)
-    run_evaluation(
-        EvalOptions(questions, pool=corpus, out=react, **plain_settings()),
-        backend=ScriptedBackend(outputs("q1", "q2", "q3")),
-    )
+    # the plain engine the script is written for (verify's compare check would refuse q2's wrong answer)
+    run_evaluation(options(questions, corpus, react), backend=ScriptedBackend(outputs("q1", "q2", "q3")))
     run_evaluation(
         EvalOptions(questions, pool=corpus, out=standard, agent="standard"),
         backend=ScriptedBackend(["Final: Vistula", "Final: Pierre Curie", "Final: Baltic"]),
