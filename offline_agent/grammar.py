@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -155,19 +156,25 @@ class StepGrammar:
     llguidance: str | None = None
 
 
-def build_grammar(spec: GrammarSpec, grounding: Grounding | None = None) -> StepGrammar:
+def build_grammar(
+    spec: GrammarSpec, grounding: Grounding | None = None, spent: Mapping[str, Collection[str]] | None = None
+) -> StepGrammar:
     """Build the GBNF and Lark grammars of one step from `spec`.
 
     A grounded spec's Final is built from `grounding` (the spans read so far; None: nothing read yet, so only
-    yes or no).
+    yes or no). `spent` maps a plain-text tool to arguments it may not be called with (calls the run has made and
+    would only refuse as repeats); they are compared as the loop compares calls, case and spacing ignored. Only
+    the decoder's grammars (GBNF, llguidance's Lark) leave them out; the parser's Lark accepts them, and the loop
+    refuses a repeat that slips through another way.
     """
     if spec.grounded and grounding is None:
         from offline_agent.grounding import Grounding
 
         grounding = Grounding()
-    gbnf = _render(spec, "gbnf", grounding)
+    spent = {tool: tuple(args) for tool, args in (spent or {}).items() if args}
+    gbnf = _render(spec, "gbnf", grounding, spent)
     lark = _render(spec, "lark")
-    decoder = _render(spec, "lark", grounding) if spec.grounded else None
+    decoder = _render(spec, "lark", grounding, spent) if spec.grounded or spent else None
     digest = hashlib.sha256((gbnf + "\0" + lark).encode("utf-8")).hexdigest()
     return StepGrammar(spec=spec, gbnf=gbnf, lark=lark, sha256=digest, llguidance=decoder)
 
@@ -233,13 +240,19 @@ class _Writer:
         return "\n".join(lines) + "\n"
 
 
-def _render(spec: GrammarSpec, dialect: str, grounding: Grounding | None = None) -> str:
+def _render(
+    spec: GrammarSpec,
+    dialect: str,
+    grounding: Grounding | None = None,
+    spent: Mapping[str, tuple[str, ...]] | None = None,
+) -> str:
     w = _Writer(dialect)
     newline = w.literal("\n")
     line_break = w.rule("nl", f"{newline} {w.optional(newline)}")
     step_end = w.rule("end", w.optional(f"{newline} {w.optional(newline)}"))
+    arguments = _Arguments(w, spec, spent or {})
     if spec.action_path is not None:
-        return _render_moves(w, spec, line_break, step_end, grounding)
+        return _render_moves(w, spec, line_break, step_end, arguments, grounding)
 
     parts: list[str] = []
     if spec.thought:
@@ -250,14 +263,8 @@ def _render(spec: GrammarSpec, dialect: str, grounding: Grounding | None = None)
     tools = spec.callable_tools
     if tools:
         calls = []
-        argument = None
         for tool in tools:
-            if tool.schema is None:
-                if argument is None:
-                    argument = w.line("argument", _ARG_FIRST, _ARG_REST, spec.argument_max)
-                inner = argument
-            else:
-                inner = _json_object(w, tool, spec)
+            inner = arguments.of(tool)
             calls.append(w.rule(f"call_{tool.name}", f"{w.literal(tool.name + '[')} {inner} {w.literal(']')}"))
         call = w.rule("call", " | ".join(calls))
         choices.append(w.rule("action", f"{w.literal('Action: ')} {call} {step_end}"))
@@ -282,7 +289,12 @@ def _final_text(w: _Writer, spec: GrammarSpec, grounding: Grounding | None) -> s
 
 
 def _render_moves(
-    w: _Writer, spec: GrammarSpec, line_break: str, step_end: str, grounding: Grounding | None = None
+    w: _Writer,
+    spec: GrammarSpec,
+    line_break: str,
+    step_end: str,
+    arguments: _Arguments,
+    grounding: Grounding | None = None,
 ) -> str:
     """An action-path step: the forced `ActionPath: ... -> ` text, then one branch per allowed move."""
     thought = None
@@ -291,7 +303,6 @@ def _render_moves(
         thought = w.rule("thought", f"{w.literal('Thought: ')} {thought_text} {line_break}")
     tools = {tool.name: tool for tool in spec.tools}
     calls: dict[str, str] = {}  # tool -> its call rule, written once even when two moves share a tool
-    argument = None
     final = None
     branches = []
     for number, (name, tool_name) in enumerate(spec.next_actions, start=1):
@@ -302,19 +313,104 @@ def _render_moves(
             ending = final
         else:
             if tool_name not in calls:
-                tool = tools[tool_name]
-                if tool.schema is None:
-                    if argument is None:
-                        argument = w.line("argument", _ARG_FIRST, _ARG_REST, spec.argument_max)
-                    inner = argument
-                else:
-                    inner = _json_object(w, tool, spec)
+                inner = arguments.of(tools[tool_name])
                 calls[tool_name] = w.rule(f"call_{tool_name}", f"{w.literal(tool_name + '[')} {inner} {w.literal(']')}")
             ending = f"{w.literal('Action: ')} {calls[tool_name]} {step_end}"
         body = [w.literal(name), line_break, *([thought] if thought else []), ending]
         branches.append(w.rule(f"move_{number}", " ".join(body)))
     choice = branches[0] if len(branches) == 1 else f"({' | '.join(branches)})"
     return w.text(f"{w.literal(spec.path_prefix)} {choice}")
+
+
+class _Arguments:
+    """The argument rule of each tool call in one grammar: a JSON object for a tool with a schema; for a plain-text
+    tool, one bounded line shared by every such tool, or a line that is none of the tool's spent arguments."""
+
+    def __init__(self, w: _Writer, spec: GrammarSpec, spent: Mapping[str, tuple[str, ...]]) -> None:
+        self.w, self.spec, self.spent = w, spec, spent
+        self.shared: str | None = None
+
+    def of(self, tool: ToolSpec) -> str:
+        if tool.schema is not None:
+            return _json_object(self.w, tool, self.spec)
+        if self.spent.get(tool.name):
+            return _line_except(self.w, f"argument_{tool.name}", self.spec.argument_max, self.spent[tool.name])
+        if self.shared is None:
+            self.shared = self.w.line("argument", _ARG_FIRST, _ARG_REST, self.spec.argument_max)
+        return self.shared
+
+
+def _line_except(w: _Writer, rule_id: str, maximum: int, spent: Iterable[str]) -> str:
+    """An argument line (as `_Writer.line` with _ARG_FIRST / _ARG_REST) that, with case and runs of spaces ignored
+    and stripped, is none of `spent`. Returns the rule's name.
+
+    The spent texts go into a character trie (lower case, single spaces); each trie node is a rule whose
+    alternatives are: end here (unless the text so far is spent), go on with a child's character (either case),
+    or leave the trie with any other character and then write freely. Leaving from a spent text with a space must
+    still end on a non-space (a trailing space is the same call); after a space inside the trie, no second space
+    may follow (a doubled space may be the same call; a model has no use for one). Every alternative starts with
+    a different character, so the choice is made on the first one, which keeps llguidance's lexer deterministic."""
+    trie: dict[str, dict] = {}
+    for text in spent:
+        words = " ".join(text.lower().split())
+        if any(char in "[]" for char in words) or len(words) > maximum:
+            continue  # an argument cannot be written this way anyway
+        node = trie
+        for char in words:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a spent text ends here
+    names = iter(range(1_000_000))
+
+    def visit(node: dict[str, dict], depth: int, spent_here: bool, after_space: bool) -> str | None:
+        # spent_here: the text so far, stripped, is spent (it is, or a spent text followed by spaces). None: the
+        # node has no way on (a spent text of the longest length an argument may have).
+        name = f"{rule_id}_{next(names)}"
+        left = maximum - depth  # characters this line may still take
+        children = sorted(c for c in node if c)
+        others = "".join(_cased(c) for c in children)
+        alternatives = []
+        if depth > 0 and not spent_here:
+            alternatives.append('""')
+        if left >= 1:
+            if after_space or spent_here:
+                others += " "
+            if spent_here and not after_space and " " not in children and left >= 2:
+                tail = f"[{_ARG_REST}]{{0,{left - 2}}}[{_ARG_FIRST}]"
+                alternatives.append(w.terminal(f"{name}_space", f" {tail}", f'" " {tail}'))
+            first = _ARG_FIRST if depth == 0 else _ARG_REST
+            leave = f"[{first}{_class_text(others, w.is_lark)}]"
+            tail = f"[{_ARG_REST}]{{0,{left - 1}}}" if left > 1 else ""
+            alternatives.append(w.terminal(f"{name}_out", f"{leave}{tail}", f"{leave} {tail}".strip()))
+            for number, char in enumerate(children):
+                inner = visit(node[char], depth + 1, "" in node[char] or (char == " " and spent_here), char == " ")
+                if inner is not None:
+                    cased = f"[{_class_text(_cased(char), w.is_lark)}]"
+                    alternatives.append(f"{w.terminal(f'{name}_char{number}', cased, cased)} {inner}")
+        return w.rule(name, " | ".join(alternatives)) if alternatives else None
+
+    start = visit(trie, 0, False, False)
+    assert start is not None  # the root always has a way out: an argument may be up to `maximum` characters long
+    return start
+
+
+def _cased(char: str) -> str:
+    """`char` in both cases (one character each way, else as it is)."""
+    both = {char, char.lower(), char.upper()}
+    return "".join(sorted(c for c in both if len(c) == 1))
+
+
+def _class_text(chars: str, is_lark: bool) -> str:
+    """`chars` written inside a character class: letters, digits and spaces as they are, the rest escaped by code
+    point (`\\x{..}` in llguidance's regexes, `\\xHH` / `\\uHHHH` in GBNF)."""
+    out = []
+    for char in chars:
+        if char.isalnum() or char == " ":
+            out.append(char)
+        elif is_lark:
+            out.append(f"\\x{{{ord(char):x}}}")
+        else:
+            out.append(f"\\x{ord(char):02X}" if ord(char) < 0x100 else f"\\u{ord(char):04X}")
+    return "".join(out)
 
 
 def _check_moves(spec: GrammarSpec) -> None:

@@ -11,7 +11,7 @@ from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ConfigError, ContextOverflowError
 from offline_agent.runner import Session
-from offline_agent.steps import Completion, Trajectory
+from offline_agent.steps import Completion, Trajectory, Usage
 from offline_agent.tools import build_tools
 
 
@@ -203,6 +203,26 @@ def test_context_overflow_stops_with_error(tiny_index) -> None:
     agent = ReActAgent(FullBackend([]), build_tools(tiny_index))
     trajectory = agent.run("q")
     assert trajectory.stop_reason == "error" and "context window" in trajectory.error
+
+
+def test_a_step_that_would_leave_the_next_no_room_may_only_answer(tiny_index) -> None:
+    """After the first step, an Action would overflow the context window at the step after it: the second step
+    answers instead of searching."""
+    outputs = [
+        Completion("Thought: a\nAction: search[Marie Curie]", usage=Usage(prompt_tokens=300, generated_tokens=10)),
+        "Thought: b\nFinal: Warsaw",
+    ]
+    backend = ScriptedBackend(outputs, context_size=300 + 10 + 2 * (100 + 48) + 2 * 64 - 1)
+    agent = ReActAgent(backend, build_tools(tiny_index), AgentConfig(max_tokens=64, observation_tokens=100))
+    trajectory = agent.run("q")
+    assert trajectory.stop_reason == "final" and trajectory.answer == "Warsaw"
+    first, second = trajectory.steps
+    assert not first.final_only and second.final_only
+    assert "Action: " not in backend.calls[1].grammar
+    more = ["Thought: b\nAction: search[Warsaw]", "Thought: c\nFinal: Warsaw"]
+    backend = ScriptedBackend(outputs[:1] + more, context_size=backend.context_size + 1)
+    trajectory = ReActAgent(backend, build_tools(tiny_index), agent.config).run("q")
+    assert not trajectory.steps[1].final_only  # one token more, and it may search
 
 
 def test_observation_is_cut_to_the_token_budget(tiny_index) -> None:

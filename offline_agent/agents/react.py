@@ -41,11 +41,13 @@ from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
-from offline_agent.steps import Action, Step, StepRecord, Trajectory
+from offline_agent.steps import Action, Step, StepRecord, Trajectory, Usage
 from offline_agent.tools.base import ToolRegistry
 
 # The Thought of the first_search step.
 OPENING_THOUGHT = "First I search for the question itself."
+# Tokens around an Observation in the scratchpad ("Observation: ", line breaks, a budget note), with room to spare.
+OBSERVATION_FRAME = 48
 # Tools that bring new documents into the run (min_searches counts these).
 SEARCH_TOOLS = ("search", "retrieve")
 
@@ -64,6 +66,7 @@ class LoopState(RunState):
     grounding: Grounding | None = None
     form: AnswerForm | None = None
     next_index: int = 0
+    last_turn: Usage = field(default_factory=Usage)  # the token counts of the last step's own model call
 
 
 class ReActAgent(Strategy):
@@ -163,7 +166,8 @@ class ReActAgent(Strategy):
         for index in range(state.next_index, c.max_steps):
             if state.out_of_time():
                 return
-            final_only = self.is_final_only(index)
+            prompt = self.step_prompt(state, index)
+            final_only = self.is_final_only(index) or (c.grammar and not self.room_after(state))
             if self.callbacks.on_step_start:
                 self.callbacks.on_step_start(index, final_only)
             started = time.monotonic()
@@ -173,7 +177,6 @@ class ReActAgent(Strategy):
             if grounded:
                 built = round(time.monotonic() - started, 4)
                 self.details(record).grounding = GroundingDetails(len(state.grounding or ()), built)
-            prompt = self.step_prompt(state, index)
             turn = self.runner.step(
                 state,
                 record,
@@ -184,6 +187,7 @@ class ReActAgent(Strategy):
                 label=f"step {index + 1}",
                 grounding=state.grounding if grammar.spec.grounded else None,
             )
+            state.last_turn = turn.last_usage
             if turn.rejections:  # where the grammar overruled the model's first choice
                 self.details(record).rejections = turn.rejections
             if grounded and turn.value is not None and turn.value.is_final:
@@ -220,24 +224,56 @@ class ReActAgent(Strategy):
         c = self.config
         return index == c.max_steps - 1 and c.grammar and c.early_stopping == "generate"
 
+    def room_after(self, state: LoopState) -> bool:
+        """Whether the context window holds this step, an Observation (or a refusal) and one more step. When it does
+        not, the step may only answer: an Action would leave the next step no room, and the run would end in a
+        context overflow with no answer. The prompt is bounded from the last step's own model call (its prompt,
+        what it wrote, an Observation at its budget), so nothing is tokenized again."""
+        last = state.last_turn
+        if not last.prompt_tokens:
+            return True  # the first step, or one after the opening search: the backend says if the prompt fits
+        c = self.config
+        observation = c.observation_tokens + OBSERVATION_FRAME
+        prompt = last.prompt_tokens + last.generated_tokens + observation
+        return prompt + 2 * c.max_tokens + observation <= self.backend.context_size
+
     def step_grammar(self, state: LoopState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
         """The grammar and parser of step `index`, which may depend on the run so far (`state.trajectory`).
 
         Before min_searches successful searches: a search only. Grounded: the grammar's Final is rebuilt from what
         the run has read (the parser stays the same; it checks the span against `state.grounding`).
         """
+        spent = {} if final_only else self.spent_calls(state)
         if not final_only and self.searches(state) < self.config.min_searches:
-            return self.search_grammar, self.search_parser
+            grammar = build_grammar(self.search_spec, spent=spent) if spent else self.search_grammar
+            return grammar, self.search_parser
         if state.grounding is not None and state.grounding.is_empty:
             if final_only:
                 return self.free_final_grammar, self.free_final_parser
-            return build_grammar(self.no_final_spec), self.parser
+            return build_grammar(self.no_final_spec, spent=spent), self.parser
         if state.grounding is not None:
             spec = self.spec.final_only() if final_only else self.spec
-            return build_grammar(spec, state.grounding), self.final_parser if final_only else self.parser
+            return build_grammar(spec, state.grounding, spent), self.final_parser if final_only else self.parser
         if final_only:
             return self.final_grammar, self.final_parser
-        return self.grammar, self.parser
+        return (build_grammar(self.spec, spent=spent) if spent else self.grammar), self.parser
+
+    def spent_calls(self, state: LoopState) -> dict[str, list[str]]:
+        """With fresh_calls, the calls the loop would refuse as repeats now, by tool (arguments as call_key writes
+        them): every call that succeeded, and a stateful call the tool says is exhausted (a lookup keyword with no
+        further match in the current document). Empty without fresh_calls."""
+        spent: dict[str, list[str]] = {}
+        if not self.config.fresh_calls:
+            return spent
+        for key in state.calls:
+            tool, argument = key.split("\0", 1)
+            spent.setdefault(tool, []).append(argument)
+        for key in state.returned:
+            tool, argument = key.split("\0", 1)
+            exhausted = getattr(self.tools.get(tool), "exhausted", None)
+            if exhausted is not None and exhausted(argument):
+                spent.setdefault(tool, []).append(argument)
+        return spent
 
     def searches(self, state: LoopState) -> int:
         """Searches (search or retrieve calls) of this run that succeeded."""

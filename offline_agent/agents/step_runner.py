@@ -58,6 +58,7 @@ class TurnResult:
     finish_reason: str = "stop"
     attempts: int = 0
     usage: Usage = field(default_factory=Usage)
+    last_usage: Usage = field(default_factory=Usage)  # the last attempt's own (its prompt is the turn's prompt)
     timings: Timings = field(default_factory=Timings)
     rejections: list[Rejection] = field(default_factory=list)
     # The last attempt's own rejections (empty when it had none, even if an earlier attempt had some).
@@ -123,6 +124,7 @@ class StepRunner:
                     state.stop("error", str(exc))
                 break
             result.usage += completion.usage
+            result.last_usage = completion.usage
             result.timings += completion.timings
             result.text = completion.text
             result.finish_reason = completion.finish_reason

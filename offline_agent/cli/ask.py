@@ -188,6 +188,7 @@ def ask(
     min_searches: int,
     first_search: bool,
     exclude_refused: bool,
+    fresh_calls: bool,
     samples: int,
     search_k: int,
     snippet: str,

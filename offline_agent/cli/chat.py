@@ -184,6 +184,7 @@ def chat(
     min_searches: int,
     first_search: bool,
     exclude_refused: bool,
+    fresh_calls: bool,
     samples: int,
     search_k: int,
     snippet: str,

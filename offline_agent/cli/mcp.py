@@ -72,6 +72,7 @@ def mcp(
     min_searches: int,
     first_search: bool,
     exclude_refused: bool,
+    fresh_calls: bool,
     samples: int,
     budget_hint: bool,
     search_k: int,

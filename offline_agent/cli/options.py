@@ -153,6 +153,14 @@ def control_options() -> Decorator:
                 "span that begins with it or that it begins with.",
             ),
             click.option(
+                "--fresh-calls/--no-fresh-calls",
+                default=False,
+                show_default=True,
+                help="Each step's grammar leaves out the tool calls the run has already made (case and spacing "
+                "ignored) and lookups with no further match, so the model cannot loop on a call that would only "
+                "be refused as a repeat. Strategies on react's loop (react, verify).",
+            ),
+            click.option(
                 "--first-search/--no-first-search",
                 default=False,
                 show_default=True,

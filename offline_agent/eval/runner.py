@@ -80,6 +80,7 @@ class EvalOptions:
     samples: int = 1
     first_search: bool = False
     exclude_refused: bool = ANSWER_DEFAULTS["exclude_refused"]
+    fresh_calls: bool = False
     scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
     backend: str = "llamacpp"
@@ -129,6 +130,7 @@ class EvalOptions:
             samples=self.samples,
             first_search=self.first_search,
             exclude_refused=self.exclude_refused,
+            fresh_calls=self.fresh_calls,
             scope=self.scope,
             action_graph=self.action_graph,
         )

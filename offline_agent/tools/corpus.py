@@ -245,6 +245,15 @@ class LookupTool(_ThreadDetails):
         self.session = session
         super().__init__()
 
+    def exhausted(self, keyword: str) -> bool:
+        """Whether calling with `keyword` now could only say that no (further) sentence matches."""
+        session = self.session
+        needle = keyword.strip().lower()
+        if not needle or session.document_title is None:
+            return False
+        hits = sum(1 for sentence in session.sentences if needle in sentence.lower())
+        return session.cursors.get(needle, 0) >= hits
+
     def __call__(self, keyword: str) -> str:
         session = self.session
         keyword = keyword.strip()
