@@ -89,6 +89,23 @@ _ALSO_CALLED: dict[str, tuple[str, ...]] = {
     "company": ("corporation", "business", "firm", "manufacturer", "retailer", "chain", "conglomerate"),
     "person": ("man", "woman", "actor", "actress", "singer", "writer", "politician", "player"),
 }
+# "the NOUN that / who / which / whose / where / in which ...": the question describes an entity on the way to its
+# answer ("Where is the company that Sachin Warrier worked for headquartered?"); lower-case words only, so a name
+# ("the Vermont team that ...") is not read as a kind.
+_DESCRIBED = re.compile(
+    r"\b(?:the|a|an)\s+(?:[a-z][a-z-]*\s+){0,2}?([a-z][a-z-]*)\s+(?:that|which|who|whom|whose|where|in which)\b"
+)
+# What may come before such a description when the question asks for the described entity itself ("What is the
+# name of the singer who ...", "Who was the actor that ...", "Name the ...").
+_ASKS_FOR_DESCRIBED = re.compile(
+    r"^\W*(?:(?:what|who|which)\s+(?:is|was|are|were)|name)\s+(?:the\s+)?(?:(?:name|names|title)\s+of\s+)?$",
+    re.IGNORECASE,
+)
+_PREDICATE = re.compile(
+    r"\b(?:is|was|are|were)\s+(.*?)(?=\s+(?:of|in|on|at|for|from|by|with|to|near|that|which|who|whose|where|"
+    r"located|based|headquartered|founded|created|written|directed|produced|owned|known|named|and\s+the)\b|[.;:]|$)",
+    re.IGNORECASE,
+)
 _WANTS_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|old|tall|high|far|large|big|deep|wide)\b", re.IGNORECASE)
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
@@ -108,6 +125,7 @@ class AnswerForm:
     wants: str | None = None  # "date" or "number": what an open question asks for, when it says
     asks_for: tuple[str, ...] = ()  # the words of "which/what NOUN" naming the kind of thing asked for
     options: tuple[str, ...] = ()  # a choice's options, where choice_options finds them
+    described: tuple[str, ...] = ()  # kinds of the entities "the NOUN that ..." describes on the way to the answer
 
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular)."""
@@ -116,11 +134,17 @@ class AnswerForm:
     def describes(self, text: str) -> bool:
         """Whether `text` (a document's first sentence) names the kind of thing the question asks for, a plural
         or singular of one of its words (always, when it asks for nothing in particular)."""
-        if not self.asks_for:
-            return True
-        words = {_singular(word.lower()) for word in _WORD.findall(text)}
-        kinds = {_singular(word) for word in self.asks_for}
-        return any(kind in words or words.intersection(_ALSO_CALLED.get(kind, ())) for kind in kinds)
+        return not self.asks_for or _names_kind(text, self.asks_for) is not None
+
+    def description_in(self, text: str) -> str | None:
+        """The kind of a described entity (`described`) that `text` (a document's first sentence) says its subject
+        is, if any: then the document is about a step on the way, not the answer. Only the predicate counts ("is a
+        fight song of the University of Kansas" says it is a song, not a university)."""
+        return _names_kind(_predicate(text), self.described)
+
+    def predicate_describes(self, text: str) -> bool:
+        """Whether the predicate of `text` (a document's first sentence) names the kind the question asks for."""
+        return bool(self.asks_for) and _names_kind(_predicate(text), self.asks_for) is not None
 
     @property
     def reads_observations(self) -> bool:
@@ -148,7 +172,39 @@ def answer_form(question: str) -> AnswerForm:
     if first in _CHOOSERS and offers:
         return AnswerForm("choice", question, yes_no=False, options=choice_options(question) or ())
     wants = "date" if _WANTS_DATE.search(question) else "number" if _WANTS_NUMBER.search(question) else None
-    return AnswerForm("open", question, yes_no=False, wants=wants, asks_for=() if wants else _kind_asked(question))
+    asks_for = () if wants else _kind_asked(question)
+    return AnswerForm(
+        "open", question, yes_no=False, wants=wants, asks_for=asks_for, described=_described(question, asks_for)
+    )
+
+
+def _described(question: str, asks_for: tuple[str, ...]) -> tuple[str, ...]:
+    """The kinds of "the NOUN that ..." descriptions in `question`, except one the question asks for (its kind is
+    asked for, or the description follows "What is the name of", "Who is", ...)."""
+    kinds = []
+    for match in _DESCRIBED.finditer(question):
+        kind = match.group(1)
+        asked = kind in asks_for or _ASKS_FOR_DESCRIBED.match(question[: match.start()])
+        if kind not in _NOT_A_KIND and not asked:
+            kinds.append(kind)
+    return tuple(dict.fromkeys(kinds))
+
+
+def _predicate(text: str) -> str:
+    """What a first sentence says its subject is: the words after its first is / was / are / were, up to the first
+    preposition, relative word or participle that begins what it is of, in, for, ... ("" when it has no such verb)."""
+    match = _PREDICATE.search(text)
+    return match.group(1) if match else ""
+
+
+def _names_kind(text: str, kinds: tuple[str, ...]) -> str | None:
+    """The first of `kinds` that `text` names, as written or in its singular, or by a word it is also called."""
+    words = {_singular(word.lower()) for word in _WORD.findall(text)}
+    for kind in kinds:
+        singular = _singular(kind)
+        if singular in words or words.intersection(_ALSO_CALLED.get(singular, ())):
+            return kind
+    return None
 
 
 def _kind_asked(question: str) -> tuple[str, ...]:

@@ -526,3 +526,66 @@ def test_a_choice_with_options_can_only_be_answered_with_one_of_them() -> None:
     assert grounding.accepts("radium")
     capital = answer_form("Which river is longer, the River Severn or the River Thames?").grounding()
     assert capital.accepts("River Severn") and not capital.accepts("river Severn")  # never lower-cased
+
+
+@pytest.mark.parametrize(
+    ("question", "described"),
+    [
+        ("Where is the company that Sachin Warrier worked for as a software engineer headquartered?", ("company",)),
+        ("Ralph Hefferline was a psychology professor at a university that is located in what city?", ("university",)),
+        ("Which river flows through the city where the opera Aida was first performed?", ("city",)),
+        ("At the mouth of which river stands the city where RMS Titanic was built?", ("city",)),
+        ("What is the county seat of the county where East Lempster, New Hampshire is located?", ("county",)),
+        ("What is the name of the singer whose song was the lead single of Confessions?", ()),  # asks for it
+        ("Who was the actor that played Rick Blaine?", ()),
+        ("Which band is a band that formed in Leeds in 1990?", ()),  # the kind asked for
+        ("Ed Oxenbould plays Tyler in a film directed by which famous director?", ()),  # "by" names no kind
+        ("Where does the Vermont team that won in 1990 play?", ()),  # a name, not a kind
+        ("Which river flows through Warsaw?", ()),
+        ("Is the city where Chopin was born in Poland?", ()),  # only open questions describe hops
+    ],
+)
+def test_the_entities_a_question_describes_on_the_way(question: str, described: tuple[str, ...]) -> None:
+    assert answer_form(question).described == described
+
+
+def test_only_what_a_first_sentence_says_its_subject_is_counts_as_its_kind() -> None:
+    form = answer_form("Ralph Hefferline was a psychology professor at a university that is located in what city?")
+    columbia = (
+        "Columbia University (officially Columbia University in the City of New York) is a private Ivy League "
+        "research university in Upper Manhattan, New York City."
+    )
+    assert form.description_in(columbia) == "university" and not form.predicate_describes(columbia)
+    fight_song = answer_form("What is the fight song of the university whose main campus is in Lawrence, Kansas?")
+    assert fight_song.description_in("Kansas Song is a fight song of the University of Kansas.") is None
+    company = answer_form("Where is the company that Sachin Warrier worked for headquartered?")
+    tcs = "Tata Consultancy Services Limited (TCS) is an Indian multinational IT service and consulting company."
+    assert company.description_in(tcs) == "company"
+    assert company.description_in("Mumbai is the capital city of Maharashtra.") is None
+
+
+def test_described_refuses_the_entity_on_the_way_and_takes_it_out(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Vistula Warsaw]",
+            "Thought: b\nFinal: Vistula",  # the river the question describes, not where it ends
+            "Thought: c\nFinal: Baltic Sea",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("Where does the river that flows through Warsaw end?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "described" and refused.details.refusal.answer == "Vistula"
+    assert refused.observation.startswith(
+        "Vistula is the river the question describes, a step on the way: The Vistula is the longest river in "
+        "Poland, about 1,047 kilometres long.\nFind what the question asks about it:"
+    )
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Vistula\n")
+    assert trajectory.answer == "Baltic Sea"
+
+
+def test_described_lets_the_described_entity_stand_when_the_question_asks_for_it(tiny_index) -> None:
+    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Vistula Warsaw]", "Thought: b\nFinal: Vistula"])
+    trajectory = agent.run("What is the name of the river that flows through Warsaw?")
+    assert trajectory.answer == "Vistula" and len(trajectory.steps) == 2

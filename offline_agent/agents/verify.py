@@ -17,6 +17,11 @@ Final is not the end of the run but an Observation that says why, and the model 
   answered with the title of a document whose first sentence does not say it is one ("Dublin": "Dublin is the
   capital and largest city of Ireland"): the answer is a hop on the way, not the thing asked for. Observation:
   that sentence and what the question asks for.
+- `described`: the question describes an entity on the way ("the company that Sachin Warrier worked for", "a
+  university that is located in what city") and the answer is the title of a document whose first sentence says
+  it is one ("Tata Consultancy Services ... is an Indian multinational ... company"): the model named the hop, not
+  what the question asks about it. Not when the question asks for the described entity itself ("What is the name
+  of the singer who ...", or the kind it asks for is also named). Observation: that sentence and the question.
 - `one_side`: a yes/no or "A or B" question names documents the run has not read ("Are the Laleli Mosque and
   Esma Sultan Mansion in the same neighborhood?" answered after reading only the mosque): a comparison judged from
   one side is a guess. The Observation is those documents, so the model reads the other side before answering.
@@ -31,8 +36,9 @@ Final is not the end of the run but an Observation that says why, and the model 
 
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
-kind, asks_for, compare: EXCLUDED_REASONS) is taken out of every later step's grammar, so the model cannot write
-it again; one refused for want of reading (unread, one_side, unopened) can be, once the run has read more.
+kind, asks_for, described, compare: EXCLUDED_REASONS) is taken out of every later step's grammar, so the model
+cannot write it again; one refused for want of reading (unread, one_side, unopened) can be, once the run has read
+more.
 Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples show refusals and how to
 go on after one (prompt_files/verify_*.txt).
 """
@@ -52,7 +58,7 @@ MAX_REFUSALS = 3
 # Refusals that judge the answer itself wrong: with exclude_refused, it cannot be written again (Grounding.exclude).
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
-EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "compare"])
+EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
@@ -61,6 +67,10 @@ KIND = "The question asks for {wants}, and {answer} is not one. Find it: {questi
 WANTS = {"date": "a year or a date", "number": "a number"}
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
+DESCRIBED = (
+    "{answer} is the {kind} the question describes, a step on the way: {definition}\n"
+    "Find what the question asks about it: {question}"
+)
 ONE_SIDE = "The question also names {titles}, which you have not read:\n{text}\nNow answer the question: {question}"
 COMPARE = (
     "Compare the numbers: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
@@ -69,7 +79,8 @@ COMPARE = (
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, kind, asks for, one side, compare, unopened) first."""
+    """ReAct whose Finals are checked (unread, in the question, kind, asks for, described, one side, compare,
+    unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -106,7 +117,11 @@ class VerifyAgent(ReActAgent):
             assert form.wants is not None
             text = KIND.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
-        return self._unopened(state, record, answer) or self._asks_for(form, record, answer)
+        return (
+            self._unopened(state, record, answer)
+            or self._asks_for(form, record, answer)
+            or self._described(form, record, answer)
+        )
 
     def _search_tool(self) -> object | None:
         """The run's search tool, whose document lookups (definition, open_named, open_mentioned) the checks use."""
@@ -127,6 +142,20 @@ class VerifyAgent(ReActAgent):
             return None
         text = ASKS_FOR.format(kind=" ".join(form.asks_for), answer=answer, definition=sentence, question=form.question)
         return self._refuse(record, "asks_for", answer, text)
+
+    def _described(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
+        """The `described` check: refuse an answer that is the title of a document whose first sentence says it is
+        of the kind of an entity the question describes on the way ("the company that ..."), unless it says it is
+        also of the kind the question asks for."""
+        definition = getattr(self._search_tool(), "definition", None)
+        if not form.described or definition is None:
+            return None
+        sentence = definition(answer)
+        kind = None if sentence is None else form.description_in(sentence)
+        if sentence is None or kind is None or form.predicate_describes(sentence):
+            return None
+        text = DESCRIBED.format(answer=answer, kind=kind, definition=sentence, question=form.question)
+        return self._refuse(record, "described", answer, text)
 
     def _unopened(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
         """The `unopened` check: refuse an answer that is the title of a document the run has not read, and show

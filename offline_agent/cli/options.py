@@ -149,7 +149,8 @@ def control_options() -> Decorator:
                 default=ANSWER_DEFAULTS["exclude_refused"],
                 show_default=True,
                 help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, is not "
-                "the kind of thing asked for, loses a comparison) cannot be written again, nor a "
+                "the kind of thing asked for, is the entity the question describes on the way, loses a comparison) "
+                "cannot be written again, nor a "
                 "span that begins with it or that it begins with.",
             ),
             click.option(
