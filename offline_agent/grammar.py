@@ -9,6 +9,9 @@ What the spec controls:
   Final only);
 - bounds on every free-text field, so a small model cannot run on until max_tokens.
 
+Besides the spec, `build_grammar` takes what one step of a run adds: a grounding (the spans a grounded Final may
+be) and spent calls (arguments a tool may not be called with again, left out of the decoder's grammars only).
+
 Layout details that were measured, not guessed: the step may end with up to two newlines (a grammar ending right
 at `]` blocks a `]\\n` token and the model keeps writing), and a line break may be one or two newlines (requiring
 exactly one blocks the `\\n\\n` token).
