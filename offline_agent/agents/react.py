@@ -166,7 +166,6 @@ class ReActAgent(Strategy):
         for index in range(state.next_index, c.max_steps):
             if state.out_of_time():
                 return
-            prompt = self.step_prompt(state, index)
             final_only = self.is_final_only(index) or (c.grammar and not self.room_after(state))
             if self.callbacks.on_step_start:
                 self.callbacks.on_step_start(index, final_only)
@@ -177,6 +176,7 @@ class ReActAgent(Strategy):
             if grounded:
                 built = round(time.monotonic() - started, 4)
                 self.details(record).grounding = GroundingDetails(len(state.grounding or ()), built)
+            prompt = self.step_prompt(state, index)
             turn = self.runner.step(
                 state,
                 record,

@@ -117,11 +117,15 @@ class VerifyAgent(ReActAgent):
             assert form.wants is not None
             text = KIND.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
-        return (
-            self._unopened(state, record, answer)
-            or self._asks_for(form, record, answer)
-            or self._described(form, record, answer)
-        )
+        unopened = self._unopened(state, record, answer)
+        if unopened is not None or not (form.asks_for or form.described):
+            return unopened
+        # The answer's own document says what it is: one lookup for both checks on it.
+        definition = getattr(self._search_tool(), "definition", None)
+        sentence = definition(answer) if definition is not None else None
+        if sentence is None:
+            return None
+        return self._asks_for(form, record, answer, sentence) or self._described(form, record, answer, sentence)
 
     def _search_tool(self) -> object | None:
         """The run's search tool, whose document lookups (definition, open_named, open_mentioned) the checks use."""
@@ -131,28 +135,20 @@ class VerifyAgent(ReActAgent):
         self.details(record).refusal = RefusalDetails(reason, answer)
         return observation
 
-    def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
-        """The `asks_for` check: refuse an answer that is the title of a document whose first sentence does not
-        name the kind of thing the question asks for (through the search tool's `definition`)."""
-        definition = getattr(self._search_tool(), "definition", None)
-        if not form.asks_for or definition is None:
-            return None
-        sentence = definition(answer)
-        if sentence is None or form.describes(sentence):
+    def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
+        """The `asks_for` check: refuse an answer that is the title of a document whose first sentence (`sentence`,
+        from the search tool's `definition`) does not name the kind of thing the question asks for."""
+        if not form.asks_for or form.describes(sentence):
             return None
         text = ASKS_FOR.format(kind=" ".join(form.asks_for), answer=answer, definition=sentence, question=form.question)
         return self._refuse(record, "asks_for", answer, text)
 
-    def _described(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
-        """The `described` check: refuse an answer that is the title of a document whose first sentence says it is
-        of the kind of an entity the question describes on the way ("the company that ..."), unless it says it is
-        also of the kind the question asks for."""
-        definition = getattr(self._search_tool(), "definition", None)
-        if not form.described or definition is None:
-            return None
-        sentence = definition(answer)
-        kind = None if sentence is None else form.description_in(sentence)
-        if sentence is None or kind is None or form.predicate_describes(sentence):
+    def _described(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
+        """The `described` check: refuse an answer that is the title of a document whose first sentence
+        (`sentence`) says it is of the kind of an entity the question describes on the way ("the company that
+        ..."), unless it says it is also of the kind the question asks for."""
+        kind = form.description_in(sentence)
+        if kind is None or form.predicate_describes(sentence):
             return None
         text = DESCRIBED.format(answer=answer, kind=kind, definition=sentence, question=form.question)
         return self._refuse(record, "described", answer, text)

@@ -245,14 +245,16 @@ class LookupTool(_ThreadDetails):
         self.session = session
         super().__init__()
 
+    def _hits(self, needle: str) -> list[str]:
+        """The sentences of the current document that contain `needle` (lower case)."""
+        return [sentence for sentence in self.session.sentences if needle in sentence.lower()]
+
     def exhausted(self, keyword: str) -> bool:
         """Whether calling with `keyword` now could only say that no (further) sentence matches."""
-        session = self.session
         needle = keyword.strip().lower()
-        if not needle or session.document_title is None:
+        if not needle or self.session.document_title is None:
             return False
-        hits = sum(1 for sentence in session.sentences if needle in sentence.lower())
-        return session.cursors.get(needle, 0) >= hits
+        return self.session.cursors.get(needle, 0) >= len(self._hits(needle))
 
     def __call__(self, keyword: str) -> str:
         session = self.session
@@ -262,7 +264,7 @@ class LookupTool(_ThreadDetails):
         if session.document_title is None:
             raise ToolError("no document yet: use search first, then lookup")
         needle = keyword.lower()
-        hits = [sentence for sentence in session.sentences if needle in sentence.lower()]
+        hits = self._hits(needle)
         self.last_details = {"titles": [session.document_title]}
         if not hits:
             return f"No sentence in {session.document_title!r} contains {keyword!r}."
