@@ -48,8 +48,23 @@ typedef struct {
     double mult;  /* how many times the query holds the term */
     double ub;    /* its largest weight times mult (at least 0) */
     double rest;  /* the bound of the postings outside the impact list (when it has one) */
+    float tail;   /* the largest weight outside the impact list */
     int has_top;  /* whether it has an impact list */
 } Term;
+
+/* Each term's bounds (ub, rest): its largest weight, read from its impact list, times its count. Only document
+   at a time needs them, so a term-at-a-time search never reads the lists twice. */
+static void set_bounds(Term *t, int n) {
+    for (int i = 0; i < n; i++) {
+        float top = -INFINITY;
+        for (int64_t j = 0; j < t[i].in; j++)
+            if (t[i].iw[j] > top) top = t[i].iw[j];
+        double m = t[i].mult;
+        t[i].ub = t[i].in && (double)top * m > 0 ? (double)top * m : 0.0;
+        double r = (double)t[i].tail * m;
+        t[i].rest = r > 0 ? (r < t[i].ub ? r : t[i].ub) : 0.0;
+    }
+}
 
 typedef struct {
     float score;
@@ -378,10 +393,14 @@ static int64_t taat(const Term *t, int n, int64_t k, double cnst, double *acc, u
 
 enum { AUTO, DAAT, SEEDED_DAAT, TAAT }; /* how to search: tests force each one */
 
-/* Rough costs per posting, relative: TAAT adds each posting and reads each touched row back; DAAT steps every
-   walked list at each passage it visits; a scratch array beyond the caches makes TAAT's writes misses. */
+/* Costs per posting, relative, as measured on 2 cores (AMD EPYC, AVX2; synthetic Zipf text at 10k, 100k and 1M
+   passages, every way timed on the same queries): TAAT adds each posting and reads each touched row back, 2.4-3.6
+   ns a posting; DAAT steps every walked list at each passage it visits, 3.7-6.3 ns per posting and walked list; a
+   scratch array beyond the caches makes TAAT's writes misses, about 1.3x (3x was a guess, and chose DAAT for
+   8-term queries of frequent words at 1M, 2.4x slower than TAAT). */
 #define TAAT_COST 1.0
-#define DAAT_COST 0.5    /* per walked posting and walked list */
+#define DAAT_COST 1.25     /* per walked posting and walked list */
+#define UNCACHED 1.3       /* TAAT's cost beyond CACHED_ROWS */
 #define CACHED_ROWS 131072 /* rows whose scratch (9 bytes each) stays in a core's cache */
 #define SEED_FROM 20000    /* postings; below, seeding costs more than it saves */
 
@@ -395,10 +414,15 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
         tops += t[i].has_top;
     }
     if (how == TAAT && acc) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    double taat_cost = acc ? (double)total * TAAT_COST * (n_rows > CACHED_ROWS ? UNCACHED : 1.0) : INFINITY;
+    /* Document at a time reads every impact list at least once (for the bounds, and the seed walks them): on a
+       small corpus, where those lists hold most postings, that alone costs more than adding them all up. */
+    if (how == AUTO && taat_cost < (double)listed * DAAT_COST * n)
+        return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    set_bounds(t, n);
     if (how == DAAT || !nonneg) return daat(t, n, k, cnst, -INFINITY, 1, heap);
     if (how == SEEDED_DAAT) return daat(t, n, k, cnst, seed(t, n, k, cnst, heap, want), 1, heap);
     /* AUTO */
-    double taat_cost = acc ? (double)total * TAAT_COST * (n_rows > CACHED_ROWS ? 3.0 : 1.0) : INFINITY;
     if (total < SEED_FROM || !tops) {
         double daat_cost = (double)total * DAAT_COST * n;
         if (taat_cost < daat_cost) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
@@ -534,13 +558,8 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
         t[i].idocs = t[i].has_top ? idocs + ilo : t[i].docs;
         t[i].iw = t[i].has_top ? iw + ilo : t[i].w;
         t[i].in = t[i].has_top ? ihi - ilo : t[i].n;
-        float top = -INFINITY;
-        for (int64_t j = 0; j < t[i].in; j++)
-            if (t[i].iw[j] > top) top = t[i].iw[j];
         t[i].mult = (double)m;
-        t[i].ub = t[i].in && (double)top * (double)m > 0 ? (double)top * (double)m : 0.0;
-        double r = (double)tail[id] * (double)m;
-        t[i].rest = r > 0 ? (r < t[i].ub ? r : t[i].ub) : 0.0;
+        t[i].tail = tail[id];
     }
     int64_t kept = 0;
     if (k > 0 && n > 0) {
