@@ -23,7 +23,7 @@ from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.checks import check_index_arrays
 from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
 from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn
-from offline_agent.retrieval.postings import Postings, Searcher, Triples, build_postings, unique_sorted
+from offline_agent.retrieval.postings import Postings, Searcher, TermIds, Triples, build_postings, unique_sorted
 from offline_agent.retrieval.scoring import BM25Params
 
 ProgressFn = Callable[[int], None]
@@ -50,7 +50,7 @@ class BM25Index:
         self._t = table  # text, doc (int32), start/end (int64), dl (int32), live (uint8), doc_key/title/source
         self.extra: dict[str, Any] = extra if extra is not None else {}
         self._searcher = Searcher(postings, len(table["dl"]), params)
-        self._term_cache: dict[str, int] = {}
+        self._term_ids = TermIds(postings)
         self._doc_rows: dict[str, list[int]] | None = None
         self._doc_order: np.ndarray | None = None
 
@@ -252,7 +252,7 @@ class BM25Index:
         }
         self._postings = postings
         self._searcher = Searcher(postings, len(dl), self.params)
-        self._term_cache = {}
+        self._term_ids = TermIds(postings)
         self._doc_rows = None
         self._doc_order = None
 
@@ -308,33 +308,19 @@ class BM25Index:
     def term_idf(self, terms: Iterable[str]) -> dict[str, float]:
         """The idf of each index term (as the scoring variant computes it); 0.0 for a term not in the index."""
         idf = self._postings.idf
+        terms = list(terms)
         out = {}
-        for term in terms:
-            tid = self._term_id(term)
+        for term, tid in zip(terms, self._term_ids.many(terms), strict=True):
             out[term] = float(idf[tid]) if tid >= 0 else 0.0
         return out
 
     def _top_k(self, tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        cache = self._term_cache
-        unseen = list(dict.fromkeys(term for term in tokens if term not in cache))
-        found = dict(zip(unseen, self._postings.find_many(unseen), strict=True)) if unseen else {}
-        if found and len(cache) < 100_000:
-            cache.update(found)
         counts: dict[int, int] = {}
-        for term in tokens:
-            tid = found[term] if term in found else cache[term]
+        for tid in self._term_ids.many(tokens):
             if tid >= 0:
                 counts[tid] = counts.get(tid, 0) + 1
         terms = sorted(counts)
         return self._searcher.top_k(terms, [counts[t] for t in terms], int(k))
-
-    def _term_id(self, term: str) -> int:
-        tid = self._term_cache.get(term)
-        if tid is None:
-            tid = self._postings.find(term)
-            if len(self._term_cache) < 100_000:
-                self._term_cache[term] = tid
-        return tid
 
     # ---- passages ----------------------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -119,8 +119,18 @@ class StringColumn:
 
     def tolist(self) -> list[str]:
         data = self.blob.tobytes()
-        offs = self.offsets.tolist()
-        return [data[offs[i] : offs[i + 1]].decode("utf-8", DECODE_ERRORS) for i in range(len(offs) - 1)]
+        try:
+            text = data.decode("utf-8")  # one decode of the whole blob, then string slices: ~10x decoding each
+        except UnicodeDecodeError:  # stored surrogates or bad bytes: each string by itself, as __getitem__
+            offs = self.offsets.tolist()
+            return [data[offs[i] : offs[i + 1]].decode("utf-8", DECODE_ERRORS) for i in range(len(offs) - 1)]
+        offsets = np.asarray(self.offsets)
+        if len(text) != len(data):  # valid UTF-8: a character starts at every byte that is not a continuation
+            chars = np.zeros(len(data) + 1, dtype=np.int64)
+            np.cumsum((np.asarray(self.blob) & 0xC0) != 0x80, out=chars[1:])
+            offsets = chars[offsets]
+        offs = offsets.tolist()
+        return [text[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
 
     def take(self, rows: np.ndarray) -> StringColumn:
         """A new column holding rows `rows` in that order."""

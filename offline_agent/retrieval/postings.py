@@ -131,6 +131,40 @@ class Postings:
         return Triples(terms, np.asarray(self.docs), np.asarray(self.tf))
 
 
+class TermIds:
+    """Term ids for query terms: one dictionary of the whole vocabulary when it is small, else hash lookups.
+
+    A dictionary answers a term in tens of nanoseconds where `Postings.find_many` costs microseconds (a hash,
+    a binary search, a string compare per term), which was most of a query's time on a small index (HotpotQA's
+    5,716 paragraphs: 0.15 ms a question, 0.06 ms with the dictionary). It is built on the first lookup, not at
+    load, from the vocabulary column: 20 ms for that pool's 39k terms on 2 cores, so load stays fast for a
+    command that never searches. Above FULL_VOCAB terms (real corpora of a million passages have millions) the
+    first query would pay too much, so the hash table answers, with a bounded cache of the terms already asked.
+    """
+
+    FULL_VOCAB = 200_000
+    CACHE = 100_000
+
+    def __init__(self, postings: Postings) -> None:
+        self._postings = postings
+        self._all: dict[str, int] | None = None
+        self._cache: dict[str, int] = {}
+
+    def many(self, terms: Sequence[str]) -> list[int]:
+        """The id of each of `terms`, -1 where it is not in the vocabulary."""
+        every = self._all
+        if every is None and self._postings.n_terms <= self.FULL_VOCAB:
+            every = self._all = dict(zip(self._postings.vocab.tolist(), range(self._postings.n_terms), strict=True))
+        if every is not None:
+            return [every.get(term, -1) for term in terms]
+        cache = self._cache
+        unseen = list(dict.fromkeys(term for term in terms if term not in cache))
+        found = dict(zip(unseen, self._postings.find_many(unseen), strict=True)) if unseen else {}
+        if found and len(cache) < self.CACHE:
+            cache.update(found)
+        return [found[term] if term in found else cache[term] for term in terms]
+
+
 def build_postings(
     parts: list[Triples | None], terms: Sequence[str], dl: np.ndarray, live: np.ndarray, params: BM25Params
 ) -> Postings:

@@ -176,3 +176,41 @@ def test_term_lookup_one_by_one_and_batched_agree(monkeypatch: pytest.MonkeyPatc
     assert table.find_many([]) == []
     assert sorted(index.search_ids("dublin")[0].tolist()) == [0, 1]
     assert index.search_ids("rivers thames")[0].tolist() == [3]
+
+
+def test_term_lookup_by_dictionary_equals_the_hash_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A small vocabulary is read into one dict on the first search; a large one is looked up by hash. Both must
+    # give every term the same id, unknown and non-ASCII terms included, and updates must see new terms.
+    from offline_agent.retrieval.postings import TermIds
+
+    docs = [*DOCS, "Zürich und Genève, naïve café", "東京 タワー tower"]
+    queries = ["eiffel tower", "zürich genève", "東京 tower", "café unknownword", "the the tower tower", "xyz"]
+    terms = ["tower", "zürich", "東京", "nope"]
+    small = BM25Index.build(docs)
+    want = [(r.ids.tolist(), r.scores.tolist()) for r in small.search_many(queries, k=5)]
+    idf = small.term_idf(iter(terms))
+    monkeypatch.setattr(TermIds, "FULL_VOCAB", 0)
+    large = BM25Index.build(docs)
+    assert [(r.ids.tolist(), r.scores.tolist()) for r in large.search_many(queries, k=5)] == want
+    assert large.term_idf(terms) == idf
+    assert small.term_idf(["nope"]) == {"nope": 0.0}
+    assert small._term_ids._all is not None and large._term_ids._all is None
+    for index in (small, large):
+        index.add(["Reykjavik lies far north."])
+        assert index.search("reykjavik", k=1).ids.tolist() == [len(docs)]
+
+
+@pytest.mark.parametrize(
+    "strings",
+    [
+        ["plain", "", "ascii only"],
+        ["naïve", "", "日本語", "emoji 😀 x", "a"],
+        ["lone \ud800 surrogate", "ok", ""],  # stored with surrogatepass: not valid UTF-8 as a whole
+        [],
+    ],
+)
+def test_string_column_tolist_equals_reading_each_row(strings: list[str]) -> None:
+    from offline_agent.retrieval.passages import StringColumn
+
+    column = StringColumn.from_strings(strings)
+    assert column.tolist() == [column[i] for i in range(len(column))] == strings
