@@ -38,6 +38,7 @@ def compile_kernel(root: Path, out_dir: Path) -> Path | None:
     cmd = [
         *shlex.split(ldshared),
         "-O3",
+        "-pthread",
         "-fPIC",
         f"-I{include}",
         f'-DSOURCE_SHA256="{digest}"',

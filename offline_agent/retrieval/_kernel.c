@@ -21,12 +21,15 @@ How, two ways, chosen per query by a cost estimate (`search`):
   passages apart (the impact list, postings.py) and a bound on all its others (its tail), so it is split in
   two: its best passages, walked on their own once the tail is too small to matter, and the rest, looked up.
   Before the walk, a threshold is seeded from the impact lists alone (`seed`), so pruning starts at once.
+A term-at-a-time search of more than SPLIT_FROM postings runs on two threads (`taat_split`), one per half of
+the rows: each adds the postings of its own rows, so every sum is added in the same order as on one thread.
 Passages are visited in ascending id, so a passage that only ties the k-th kept score never displaces it (the
 kept one has the smaller id); a seeded threshold is lowered by a float32 step so that ties with it are kept.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,25 +352,27 @@ static double seed(const Term *t, int n, int64_t k, double cnst, Hit *heap, int6
 /* ---- term at a time -------------------------------------------------------------------------------------- */
 
 /* Every posting's weight added into acc (ascending term id: the numpy path's order), then the best k of the
-   touched passages. acc and mark (one per row) come in zeroed and are left zeroed. */
-static int64_t taat(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
-                    Hit *heap) {
+   touched passages; only rows lo <= d < hi (each term's postings for them, `t`, and the rows scanned). acc and
+   mark (one per row) come in zeroed and are left zeroed. */
+static int64_t taat_rows(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t lo,
+                         int64_t hi, Hit *heap) {
     int64_t total = 0;
+    uint64_t span = (uint64_t)(hi - lo);
     for (int i = 0; i < n; i++) {
         const int32_t *docs = t[i].docs;
         const float *w = t[i].w;
         double m = t[i].mult;
         total += t[i].n;
         for (int64_t j = 0; j < t[i].n; j++) {
-            uint32_t d = (uint32_t)docs[j];
-            if (d >= (uint64_t)n_rows) continue; /* a corrupt id: never write outside the scratch */
+            int64_t d = docs[j];
+            if ((uint64_t)(d - lo) >= span) continue; /* a corrupt id: never write outside these rows */
             acc[d] += (double)w[j] * m;
             mark[d] = 1;
         }
     }
     int64_t kept = 0;
-    if (total * 4 > n_rows) {
-        for (int64_t d = 0; d < n_rows; d++) {
+    if (total * 4 > hi - lo) {
+        for (int64_t d = lo; d < hi; d++) {
             if (!mark[d]) continue;
             Hit h = {(float)(acc[d] + cnst), (int32_t)d};
             offer(heap, &kept, k, h);
@@ -377,8 +382,8 @@ static int64_t taat(const Term *t, int n, int64_t k, double cnst, double *acc, u
     } else {
         for (int i = 0; i < n; i++) {
             for (int64_t j = 0; j < t[i].n; j++) {
-                uint32_t d = (uint32_t)t[i].docs[j];
-                if (d >= (uint64_t)n_rows || !mark[d]) continue;
+                int64_t d = t[i].docs[j];
+                if ((uint64_t)(d - lo) >= span || !mark[d]) continue;
                 Hit h = {(float)(acc[d] + cnst), (int32_t)d};
                 offer(heap, &kept, k, h);
                 acc[d] = 0.0;
@@ -389,9 +394,80 @@ static int64_t taat(const Term *t, int n, int64_t k, double cnst, double *acc, u
     return kept;
 }
 
+static int64_t taat(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
+                    Hit *heap) {
+    return taat_rows(t, n, k, cnst, acc, mark, 0, n_rows, heap);
+}
+
+typedef struct {
+    const Term *t;
+    int n;
+    int64_t k;
+    double cnst;
+    double *acc;
+    uint8_t *mark;
+    int64_t lo, hi;
+    Hit *heap;
+    int64_t kept;
+} Rows;
+
+static void *rows_main(void *arg) {
+    Rows *r = arg;
+    r->kept = taat_rows(r->t, r->n, r->k, r->cnst, r->acc, r->mark, r->lo, r->hi, r->heap);
+    return NULL;
+}
+
+/* The first position in sorted a[0..n) whose value is at least x. */
+static int64_t lower_bound(const int32_t *a, int64_t n, int64_t x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* taat on two threads: each adds the postings of its half of the rows (every list is sorted by passage id, so
+   a binary search splits it) into its own rows of acc, in the same term order, so every sum is the one a single
+   thread makes; the two heaps of k then merge into one (heap must hold 2k hits). Falls back to one thread when
+   a thread cannot start. */
+static int64_t taat_split(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
+                          Hit *heap) {
+    Term half[2][MAX_TERMS];
+    int64_t mid = n_rows / 2;
+    for (int i = 0; i < n; i++) {
+        int64_t cut = lower_bound(t[i].docs, t[i].n, mid);
+        half[0][i] = t[i];
+        half[0][i].n = cut;
+        half[1][i] = t[i];
+        half[1][i].docs += cut;
+        half[1][i].w += cut;
+        half[1][i].n -= cut;
+    }
+    Rows r[2] = {{half[0], n, k, cnst, acc, mark, 0, mid, heap, 0},
+                 {half[1], n, k, cnst, acc, mark, mid, n_rows, heap + k, 0}};
+    pthread_t other;
+    if (pthread_create(&other, NULL, rows_main, &r[1]) != 0) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    rows_main(&r[0]);
+    pthread_join(other, NULL);
+    int64_t kept = r[0].kept;
+    for (int64_t i = 0; i < r[1].kept; i++) offer(heap, &kept, k, heap[k + i]);
+    return kept;
+}
+
+#define SPLIT_FROM 131072 /* postings; below, starting a thread (tens of microseconds) costs what it saves */
+
+/* Term at a time, on two threads when there are enough postings to pay for starting one. */
+static int64_t taat_any(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
+                        Hit *heap, int64_t total) {
+    if (total >= SPLIT_FROM && n_rows >= 2) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
+    return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+}
+
 /* ---- choosing ------------------------------------------------------------------------------------------- */
 
-enum { AUTO, DAAT, SEEDED_DAAT, TAAT }; /* how to search: tests force each one */
+enum { AUTO, DAAT, SEEDED_DAAT, TAAT, TAAT_SPLIT }; /* how to search: tests force each one */
 
 /* Costs per posting, relative, as measured on 2 cores (AMD EPYC, AVX2; synthetic Zipf text at 10k, 100k and 1M
    passages, every way timed on the same queries): TAAT adds each posting and reads each touched row back, 2.4-3.6
@@ -414,18 +490,19 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
         tops += t[i].has_top;
     }
     if (how == TAAT && acc) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    if (how == TAAT_SPLIT && acc) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
     double taat_cost = acc ? (double)total * TAAT_COST * (n_rows > CACHED_ROWS ? UNCACHED : 1.0) : INFINITY;
     /* Document at a time reads every impact list at least once (for the bounds, and the seed walks them): on a
        small corpus, where those lists hold most postings, that alone costs more than adding them all up. */
     if (how == AUTO && taat_cost < (double)listed * DAAT_COST * n)
-        return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+        return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
     set_bounds(t, n);
     if (how == DAAT || !nonneg) return daat(t, n, k, cnst, -INFINITY, 1, heap);
     if (how == SEEDED_DAAT) return daat(t, n, k, cnst, seed(t, n, k, cnst, heap, want), 1, heap);
     /* AUTO */
     if (total < SEED_FROM || !tops) {
         double daat_cost = (double)total * DAAT_COST * n;
-        if (taat_cost < daat_cost) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+        if (taat_cost < daat_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
         return daat(t, n, k, cnst, -INFINITY, 1, heap);
     }
     double thr0 = seed(t, n, k, cnst, heap, want);
@@ -459,7 +536,7 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
         lists++;
     }
     double daat_cost = (walked + (double)listed) * DAAT_COST * (lists ? lists : 1);
-    if (taat_cost < daat_cost) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    if (taat_cost < daat_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
     return daat(t, n, k, cnst, thr0, 1, heap);
 }
 

@@ -20,7 +20,7 @@ from offline_agent.retrieval import BM25Index, kernel, postings
 
 needs_kernel = pytest.mark.skipif(kernel.KERNEL is None, reason="the search kernel is not built (hatch_build.py)")
 
-WAYS = {"choose": 0, "daat": 1, "seeded": 2, "taat": 3}
+WAYS = {"choose": 0, "daat": 1, "seeded": 2, "taat": 3, "taat on two threads": 4}
 WORDS = [f"w{i}" for i in range(40)]
 corpora = st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=30), min_size=1, max_size=60)
 queries = st.lists(st.sampled_from([*WORDS, "unknown"]), min_size=1, max_size=10)
