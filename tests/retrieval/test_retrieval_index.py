@@ -161,11 +161,13 @@ def test_empty_build_is_searchable() -> None:
 @pytest.mark.parametrize("colliding", [False, True])
 def test_term_lookup_one_by_one_and_batched_agree(monkeypatch: pytest.MonkeyPatch, colliding: bool) -> None:
     """`find_many` (a query's terms in one binary search) gives what `find` gives, also where terms share a hash
-    (forced here: every term hashed by its length, so most of the vocabulary collides)."""
+    (forced here: every term hashed by its length, so most of the vocabulary collides). The index's own searches
+    go through the hash table too (a vocabulary this small would otherwise be read into a dict, `TermIds`)."""
     from offline_agent.retrieval import postings
 
     if colliding:
         monkeypatch.setattr(postings, "term_hash", len)
+    monkeypatch.setattr(postings.TermIds, "FULL_VOCAB", 0)
     texts = ["the river liffey flows through dublin", "joyce was born in dublin", "a cat sat on the mat", "rivers"]
     index = BM25Index.build(texts)
     table = index._postings
