@@ -27,7 +27,9 @@ begins with it or that it begins with ("Shirley Temple" excludes "Shirley" and "
 may not end a span. A 1.5B model told why its answer is wrong most often writes it again; now it cannot, and
 picks the next best span. Limit: a state of the automaton stands for several strings (a suffix of the answer that
 only ever occurs inside it, "Temple" in "Shirley Temple"), and those lose the same edges; an exclusion that would
-leave no answer at all is ignored.
+leave no answer at all is ignored. A yes/no answer is excluded as a word: "Yes" takes out "yes" and "Yes", and
+the other word stays (verify.py's `sides` and `same` checks refuse one answer of a yes/no question, which leaves
+the other); excluding both is ignored.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class Grounding:
 
     def __init__(self, texts: Iterable[str] = (), *, yes_no: bool = True) -> None:
         self.yes_no = yes_no  # whether `yes` and `no` are answers whatever was read
+        self._refused_words: set[str] = set()  # "yes" or "no", excluded (lower case)
         self._states = [_State()]
         self._last = 0
         self._sentences = 0
@@ -118,14 +121,27 @@ class Grounding:
             self._add_sentences(piece)
 
     def exclude(self, answer: str) -> None:
-        """From now on, no answer may be `answer`, begin with it, or be a beginning of it (yes/no and an answer of
-        no words are never excluded)."""
+        """From now on, no answer may be `answer`, begin with it, or be a beginning of it; "yes" or "no" takes out
+        that word, in either case, while the other is left (an answer of no words is never excluded)."""
         answer = answer.strip()
         symbols = tokens(answer)
-        if answer in YES_NO or not symbols or not symbols[0].is_word or not symbols[-1].is_word:
+        if answer in YES_NO:
+            self._exclude_word(answer.lower())
+            return
+        if not symbols or not symbols[0].is_word or not symbols[-1].is_word:
             return
         self._digest.update(b"\0exclude\0" + answer.encode("utf-8") + b"\0")
         self._excluded.append(symbols)
+
+    def _exclude_word(self, word: str) -> None:
+        """Take `word` ("yes" or "no") out of the answers, unless the other one is out already."""
+        if self.yes_no and not self._refused_words:
+            self._digest.update(b"\0exclude\0" + word.encode("utf-8") + b"\0")
+            self._refused_words.add(word)
+
+    def yes_no_words(self) -> list[str]:
+        """The yes/no answers allowed now, as written ("yes", "no", "Yes", "No"), less any excluded."""
+        return [word for word in YES_NO if self.yes_no and word.lower() not in self._refused_words]
 
     def _edges(self) -> _Edges:
         """What the excluded answers take out of the automaton as it is now: the edge of each one's last token
@@ -197,8 +213,8 @@ class Grounding:
         """True if `answer` is a span of one sentence read so far (starting and ending on a word), or yes/no when
         those are allowed."""
         answer = answer.strip()
-        if answer in YES_NO and self.yes_no:
-            return True
+        if answer in YES_NO:
+            return answer in self.yes_no_words()
         symbols = tokens(answer)
         if not symbols or not symbols[0].is_word or not symbols[-1].is_word:
             return False
@@ -257,7 +273,7 @@ class Grounding:
 
         start = f"{prefix}start"
         spans = alternatives(0, first=True)
-        answers = [*(_literal(word) for word in YES_NO if self.yes_no), *spans]
+        answers = [*(_literal(word) for word in self.yes_no_words()), *spans]
         if not answers:
             raise ValueError("an empty grounding has no answer to write: check is_empty first")
         rules.append((start, " | ".join(answers)))
@@ -316,6 +332,9 @@ class OptionsGrounding(Grounding):
         """A choice's answers do not grow with what is read."""
 
     def exclude(self, answer: str) -> None:
+        if answer.strip() in YES_NO:
+            self._exclude_word(answer.strip().lower())
+            return
         left = [option for option in self.options if option.lower() != " ".join(answer.split()).lower()]
         if left != self.options and (left or self.yes_no):
             self._digest.update(b"\0exclude\0" + answer.strip().encode("utf-8") + b"\0")
@@ -323,10 +342,10 @@ class OptionsGrounding(Grounding):
 
     def accepts(self, answer: str) -> bool:
         answer = answer.strip()
-        return (answer in YES_NO and self.yes_no) or answer in self.options
+        return answer in self.yes_no_words() or answer in self.options
 
     def gbnf_rules(self, prefix: str) -> tuple[str, list[tuple[str, str]]]:
-        answers = [*(word for word in YES_NO if self.yes_no), *self.options]
+        answers = [*self.yes_no_words(), *self.options]
         if not answers:
             raise ValueError("an empty grounding has no answer to write: check is_empty first")
         start = f"{prefix}start"

@@ -189,8 +189,13 @@ def test_an_exclusion_that_would_leave_no_answer_is_ignored() -> None:
     assert GbnfChecker(build_grammar(SPEC, grounding).gbnf).accepts("Thought: x\nFinal: Mount Kilimanjaro\n")
 
 
-def test_yes_no_and_answers_that_are_not_spans_are_never_excluded() -> None:
+def test_answers_that_are_not_spans_are_never_excluded_and_yes_no_only_one_at_a_time() -> None:
     grounding = Grounding(EVIDENCE)
-    for answer in ("yes", "No", "", "  ", ", Ireland"):
+    for answer in ("", "  ", ", Ireland"):
         grounding.exclude(answer)
     assert grounding.accepts("yes") and grounding.accepts("Dublin, Ireland")
+    before = grounding.sha256
+    grounding.exclude("yes")
+    grounding.exclude("No")  # would leave neither yes nor no: ignored
+    assert not grounding.accepts("Yes") and grounding.accepts("No") and grounding.accepts("Dublin, Ireland")
+    assert grounding.sha256 != before
