@@ -15,6 +15,7 @@ the Lark grammar (labels `empty`, `truncated`, `invalid`), then validates it wit
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -325,6 +326,24 @@ def _brief(exc: ValueError) -> str:
 
 
 @lru_cache(maxsize=64)
+class WordParser:
+    """Parses a reply that is one word of a few ("yes" or "no"), in any case: the word, lower-cased. The grammar
+    (`gbnf`) allows exactly those words; a backend without a grammar may write more, and only the first word
+    counts."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.words = tuple(word.lower() for word in words)
+        self.gbnf = "root ::= " + " | ".join('"' + word + '"' for word in self.words) + "\n"
+
+    def parse(self, text: str) -> str:
+        written = text.split()
+        word = written[0].strip(".,;:!\"'").lower() if written else ""
+        if word not in self.words:
+            expected = " or ".join(self.words)
+            raise StepParseError(f"expected {expected}, got {text.strip()[:40]!r}", label="invalid", line=1, column=1)
+        return word
+
+
 def json_parser_for(grammar: JsonGrammar) -> JsonParser:
     """A compiled JSON parser per grammar, built once and reused across calls and questions."""
     return JsonParser(grammar)

@@ -17,6 +17,7 @@ from support import ROOT, cli_env
 
 from offline_agent.agents import AgentConfig, ReActAgent
 from offline_agent.backends import ScriptedBackend
+from offline_agent.backends.base import aside
 from offline_agent.errors import ContextOverflowError, ModelError
 from offline_agent.grammar import GbnfChecker
 from offline_agent.parse import StepParser
@@ -95,6 +96,20 @@ def test_growing_prompt_reuses_the_cache(small_backend, sample_index) -> None:
     assert second.usage.cached_tokens >= first.usage.prompt_tokens - 1
     assert second.usage.evaluated_tokens < 40
     assert first.usage.generated_tokens > 0 and first.timings.generate_s > 0
+
+
+def test_a_call_aside_leaves_the_cache_of_the_run_as_it_was(small_backend, sample_index) -> None:
+    agent, prompt = agent_prompts(small_backend, sample_index)[0]
+    first = small_backend.complete(prompt, grammar=agent.grammar.gbnf, max_tokens=64)
+    longer = prompt + first.text.rstrip("\n") + "\nObservation: nothing found.\n"
+    plain = small_backend.complete(longer, grammar=agent.grammar.gbnf, max_tokens=64)
+    small_backend.complete(prompt, grammar=agent.grammar.gbnf, max_tokens=64)
+    with aside(small_backend):
+        side = small_backend.complete("Is the sky green? Reply yes or no.", grammar='root ::= "yes" | "no"\n')
+    assert side.text in ("yes", "no") and side.usage.cached_tokens == 0
+    after = small_backend.complete(longer, grammar=agent.grammar.gbnf, max_tokens=64)
+    assert after.usage.cached_tokens >= first.usage.prompt_tokens - 1  # the side call evicted nothing
+    assert after.text == plain.text
 
 
 def test_stop_strings_cut_unconstrained_text(small_backend, sample_index) -> None:

@@ -28,7 +28,7 @@ from offline_agent.details import Rejection
 from offline_agent.errors import ContextOverflowError, StepParseError
 from offline_agent.grammar import JsonGrammar, json_grammar
 from offline_agent.grounding import Grounding
-from offline_agent.parse import JsonParser, StepParser, json_parser_for
+from offline_agent.parse import JsonParser, StepParser, WordParser, json_parser_for
 from offline_agent.steps import Step, StepRecord, Timings, Usage
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class StepRunner:
         state: RunState | None,
         prompt: str,
         grammar: str | DecoderGrammar,
-        parser: StepParser | JsonParser,
+        parser: StepParser | JsonParser | WordParser,
         *,
         max_tokens: int,
         stop: tuple[str, ...],
@@ -207,6 +207,11 @@ class StepRunner:
             seed=seed,
             stream=stream,
         )
+
+    def word(self, state: RunState | None, prompt: str, parser: WordParser, *, seed: int) -> TurnResult:
+        """A one-word turn ("yes" or "no") under `parser`'s grammar; the strategy books it (add_cost).
+        `result.value` is the word, lower-cased, or None where the reply was none of them."""
+        return self.turn(state, prompt, parser.gbnf, parser, max_tokens=4, stop=(), seed=seed, stream=False)
 
     @staticmethod
     def book(record: StepRecord, result: TurnResult) -> None:

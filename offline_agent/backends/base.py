@@ -13,7 +13,9 @@ runs a plain class through the agent). Backends are built by name through `regis
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -87,3 +89,11 @@ class Backend(Protocol):
     def describe(self) -> dict[str, Any]:
         """What identifies the model in a trajectory (name, path, sha256, settings)."""
         ...
+
+
+def aside(backend: Backend) -> AbstractContextManager[None]:
+    """A block whose calls leave the backend's prompt cache as it was before them: a side question on a prompt of
+    its own (verify.py's `sides`) would otherwise evict the run's prompt, and its next step would evaluate that
+    anew. A backend with a prefix cache does it with its own `aside()`; for any other this does nothing."""
+    method = getattr(backend, "aside", None)
+    return method() if method is not None else contextlib.nullcontext()

@@ -8,11 +8,12 @@ generation separately. llama-cpp-python is imported here only, with an install h
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,28 @@ class LlamaCppBackend:
         llm.eval(tokens)
         self.save_prefix(tokens, llm._ctx.ctx, 0)
 
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """Calls in this block leave llama.cpp's cache as it was (base.aside): the cache of the prompt so far is
+        copied out before them and loaded back after (about 28 KB a token for the default model, tens of
+        milliseconds for a 2,000-token prompt, against a minute to evaluate it again on two cores). The batched
+        decoder keeps its own sequences, and a cache shorter than MIN_TOKENS is cheaper to evaluate again."""
+        llm = self.llm
+        if self._batched is not None or llm.n_tokens < prefix_cache.MIN_TOKENS:
+            yield
+            return
+        tokens = llm.input_ids[: llm.n_tokens].tolist()
+        ctx = llm._ctx.ctx
+        size = self._llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = self._llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+        try:
+            yield
+        finally:
+            # Refused or not saved: the cache is empty, and the next call evaluates its whole prompt.
+            if not written or not self._restore(tokens, memoryview(buffer)[:written]):
+                llm.reset()
+
     def saved_prefix(self, tokens: list[int]) -> bytes | None:
         """The cache of `tokens` saved by an earlier process (backends/prefix_cache.py), or None."""
         return prefix_cache.read_state(self._prefix_path(tokens), tokens)
@@ -210,12 +233,13 @@ class LlamaCppBackend:
     def _prefix_path(self, tokens: list[int]) -> Path:
         return prefix_cache.cache_folder() / prefix_cache.state_key(self._identity, tokens)
 
-    def _restore(self, tokens: list[int], state: bytes) -> bool:
+    def _restore(self, tokens: list[int], state: bytes | memoryview) -> bool:
         """Load a saved sequence cache for `tokens`; False (and an empty cache) when llama.cpp refuses it."""
         llm = self.llm
         llm.reset()
         self._llama_cpp.llama_memory_clear(self._llama_cpp.llama_get_memory(llm._ctx.ctx), True)
-        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer(state) if isinstance(state, memoryview) else None
+        buffer = buffer if buffer is not None else (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
         if not self._llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(state), 0):
             self._llama_cpp.llama_memory_clear(self._llama_cpp.llama_get_memory(llm._ctx.ctx), True)
             return False
