@@ -270,6 +270,31 @@ def choice_options(question: str) -> tuple[str, str] | None:
     return (options[0], options[1]) if all(options) and options[0] != options[1] else None
 
 
+def paired_subjects(question: str) -> tuple[str, str, str] | None:
+    """The two things a yes/no question asks one thing about, and how: ("both", A, B) for "Are both A and B X?" and
+    "Are A and B both X?" (X must hold of each), ("same", A, B) for "Were A and B born in the same year?"; None
+    for any other question. A and B are the question's text around its first "and" (or "or", as in "Are both A or
+    B X?"): the first ends at it, the second runs on to "both" or to the end, so it may carry the rest of the
+    question ("Affiliated Managers Group based in Massachusetts"); the caller finds the name it opens with."""
+    words = question.split()
+    if len(words) < 4 or words[0].lower() not in _AUXILIARIES:
+        return None
+    lowered = {word.lower().strip(",?") for word in words}
+    if "different" in lowered or "neither" in lowered or "either" in lowered:
+        return None
+    how = "same" if "same" in lowered else "both" if "both" in lowered else None
+    if how is None:
+        return None
+    rest = re.sub(r"^both\s+", "", " ".join(words[1:]), flags=re.IGNORECASE)
+    joined = re.search(r",?\s+and\s+", rest) or re.search(r",?\s+or\s+", rest)
+    if joined is None:
+        return None
+    first, second = rest[: joined.start()], rest[joined.end() :]
+    second = re.split(r",?\s+both\b", second, maxsplit=1, flags=re.IGNORECASE)[0]
+    first, second = first.strip(" ,?"), second.strip(" ,?")
+    return (how, first, second) if first and second else None
+
+
 def _bare_option(text: str) -> str:
     text = re.sub(r"^(?:the|a|an)\s+", "", text.strip(), flags=re.IGNORECASE)
     return text.strip("\"'“”‘’ ")
@@ -283,4 +308,4 @@ def in_question(answer: str, question: str) -> bool:
     return bool(needle) and f" {needle} " in f" {normalize_answer(question)} "
 
 
-__all__ = ["KINDS", "AnswerForm", "answer_form", "choice_options", "in_question"]
+__all__ = ["KINDS", "AnswerForm", "answer_form", "choice_options", "in_question", "paired_subjects"]

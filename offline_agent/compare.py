@@ -15,6 +15,8 @@ What is compared (`comparison`), from the question's comparative word:
 - `size`: higher, highest, taller, tallest, longer, longest, larger, largest, bigger, biggest, deeper, deepest
   (the larger measure wins); shorter, lower, smaller (the smaller wins). A measure is a number with a unit of
   length (metres, kilometres, feet, miles, with their abbreviations), compared in metres, taken like the year.
+- `same` (same_year): "Were A and B born in the same year?" (answer_form.paired_subjects): the two years, read the
+  same way, are equal or not; verify.py's `same` check answers yes or no by them.
 The options are the two names around the question's "or" (answer_form.choice_options: "Which is higher, A or
 B?", "Which band, A or B, had more members?", "Which opened first A or B?"). Anything else (no comparative, no
 options, a number with no unit, equal numbers) gives no verdict, and the model's answer stands.
@@ -25,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from offline_agent.answer_form import choice_options
+from offline_agent.answer_form import choice_options, paired_subjects
 from offline_agent.retrieval.sentences import split_sentences
 
 _SMALLER_YEAR = frozenset(["first", "earlier", "earliest", "older", "oldest", "sooner"])
@@ -94,6 +96,20 @@ def comparison(question: str) -> Comparison | None:
     return None
 
 
+def same_year(question: str) -> Comparison | None:
+    """The comparison of a "same year" question ("Were A and B born in the same year?",
+    answer_form.paired_subjects): a time comparison of its two subjects, as the question writes them (the second
+    may run on to the end of the question; the caller finds the name it opens with); its verdict is whether the two
+    years are equal. The cues are the question's lower-case words (names are capitalised), plain words aside."""
+    pair = paired_subjects(question)
+    words = _WORD.findall(question)
+    if pair is None or pair[0] != "same" or "year" not in {word.lower() for word in words}:
+        return None
+    plain = _PLAIN | {"same", "year", "both"}
+    cues = frozenset(word for word in words if word.islower() and word not in plain and len(word) > 2)
+    return Comparison("time", False, "same", (pair[1], pair[2]), cues)
+
+
 def measure(text: str, how: Comparison) -> Measure | None:
     """The number `text` (an option's document) gives for the comparison: from the first sentence that shares a
     word with the question, else from the first sentence that has such a number at all; None when none has."""
@@ -131,4 +147,4 @@ def winner(how: Comparison, first: Measure, second: Measure) -> int | None:
     return 0 if first_larger == how.larger_wins else 1
 
 
-__all__ = ["Comparison", "Measure", "comparison", "measure", "winner"]
+__all__ = ["Comparison", "Measure", "comparison", "measure", "same_year", "winner"]

@@ -3,7 +3,8 @@
 Every step may carry the grammar's refusals of the model's first choice (`rejections`), what its tool reported
 about the call (`ToolDetails`: the passages' ids, titles and scores), the grounded grammar it was written under
 (`GroundingDetails`), whether the agent wrote it (`opening`: first_search), which self-consistency run it belongs to
-(`sample`), and the scope check that refused the question (`ScopeDetails`). Strategies add their own: KnowAgent
+(`sample`), the scope check that refused the question (`ScopeDetails`), and an answer check's refusal and what it
+found (`RefusalDetails`, `checked`). Strategies add their own: KnowAgent
 the action path and the moves it offered (`KnowAgentDetails`), the critic its extraction, verdict and memory
 (`CriticDetails`), the planner graph the node's role, calls and results (`PlanDetails`). Readers ask the typed
 object (`details.seen_titles`, `details.rejections`, `details.prevented_moves`) instead of looking keys up by string.
@@ -127,6 +128,9 @@ class StepDetails:
     scope: ScopeDetails | None = None
     # A Final that an answer check refused (the run then went on).
     refusal: RefusalDetails | None = None
+    # What an answer check found for each thing a yes/no question names (verify.py's `sides`: the model's "yes"
+    # or "no" on that document alone; `same`: the year read), by document title, whether it refused or not.
+    checked: dict[str, str] | None = None
 
     OWN: ClassVar[tuple[str, ...]] = ()
 
@@ -157,6 +161,8 @@ class StepDetails:
             data["scope"] = self.scope.to_dict()
         if self.refusal is not None:
             data["refusal"] = self.refusal.to_dict()
+        if self.checked is not None:
+            data["checked"] = dict(self.checked)
         data.update(self._own_to_dict())
         return data
 
@@ -167,7 +173,7 @@ class StepDetails:
         rejections = [(int(offset), str(piece)) for offset, piece in rest.pop("rejections", None) or ()]
         grounding, scope = rest.pop("grounding", None), rest.pop("scope", None)
         opening, sample = rest.pop("opening", None), rest.pop("sample", None)
-        refusal = rest.pop("refusal", None)
+        refusal, checked = rest.pop("refusal", None), rest.pop("checked", None)
         own = cls._own_from_dict({key: rest.pop(key) for key in cls.OWN if key in rest})
         return cls(
             rejections=rejections,
@@ -177,6 +183,7 @@ class StepDetails:
             sample=sample,
             scope=ScopeDetails.from_dict(scope) if scope is not None else None,
             refusal=RefusalDetails.from_dict(refusal) if refusal is not None else None,
+            checked={str(key): str(value) for key, value in checked.items()} if checked is not None else None,
             **own,
         )
 

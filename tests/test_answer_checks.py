@@ -7,11 +7,13 @@ import pytest
 
 from offline_agent.agents import AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
-from offline_agent.answer_form import answer_form, choice_options, in_question
+from offline_agent.answer_form import answer_form, choice_options, in_question, paired_subjects
 from offline_agent.backends import ScriptedBackend
-from offline_agent.compare import comparison, measure, winner
+from offline_agent.compare import comparison, measure, same_year, winner
+from offline_agent.errors import StepParseError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar
 from offline_agent.grounding import Grounding
+from offline_agent.parse import WordParser
 from offline_agent.steps import Completion
 from offline_agent.tools import build_tools
 
@@ -589,3 +591,133 @@ def test_described_lets_the_described_entity_stand_when_the_question_asks_for_it
     agent, _ = make(tiny_index, ["Thought: a\nAction: search[Vistula Warsaw]", "Thought: b\nFinal: Vistula"])
     trajectory = agent.run("What is the name of the river that flows through Warsaw?")
     assert trajectory.answer == "Vistula" and len(trajectory.steps) == 2
+
+
+# ---- yes/no questions about two things: sides and same ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "pair"),
+    [
+        ("Are both Duke Energy and Affiliated Managers Group based in Massachusetts?",
+         ("both", "Duke Energy", "Affiliated Managers Group based in Massachusetts")),
+        ("Are Ruggero Deodato from Italy, and Mexican Alejandro Springall, both film directors?",
+         ("both", "Ruggero Deodato from Italy", "Mexican Alejandro Springall")),
+        ("Are both Lygodium or Maxillaria a genus of orchids?", ("both", "Lygodium", "Maxillaria a genus of orchids")),
+        ("Were Leo Tolstoy and Fyodor Dostoevsky born in the same year?",
+         ("same", "Leo Tolstoy", "Fyodor Dostoevsky born in the same year")),
+        ("Is Warsaw the capital of Poland?", None),  # one thing
+        ("Were Marie Curie and Pierre Curie married?", None),  # neither "both" nor "same": a relation
+        ("Are Marie Curie and Pierre Curie of different nationalities?", None),
+        ("Who was born first, Marie Curie or Pierre Curie?", None),  # not a yes/no question
+    ],
+)  # fmt: skip
+def test_the_two_things_a_yes_no_question_asks_about(question: str, pair) -> None:
+    assert paired_subjects(question) == pair
+
+
+def test_a_refused_yes_leaves_only_no() -> None:
+    grounding = Grounding(["The Vistula flows through Warsaw."])
+    grounding.exclude("Yes")
+    assert not grounding.accepts("yes") and not grounding.accepts("Yes")
+    assert grounding.accepts("no") and grounding.accepts("No") and grounding.accepts("Warsaw")
+    checker = GbnfChecker(build_grammar(SPEC, grounding).gbnf)
+    assert not checker.accepts("Thought: x\nFinal: Yes\n") and checker.accepts("Thought: x\nFinal: No\n")
+    grounding.exclude("no")  # it would leave neither: ignored
+    assert grounding.accepts("no") and not grounding.accepts("yes")
+    options = answer_form("Is Warsaw or Gdansk the capital?").grounding()
+    options.exclude("no")
+    assert options.accepts("yes") and not options.accepts("No") and options.accepts("Warsaw")
+
+
+def test_a_one_word_reply_parses_to_the_word() -> None:
+    parser = WordParser(("yes", "no"))
+    assert parser.gbnf == 'root ::= "yes" | "no"\n'
+    assert parser.parse("yes") == "yes" and parser.parse(" No.\n") == "no"
+    with pytest.raises(StepParseError, match="expected yes or no"):
+        parser.parse("maybe")
+
+
+def test_same_year_reads_both_years_off_the_question() -> None:
+    how = same_year("Were Marie Curie and Pierre Curie born in the same year?")
+    assert how is not None and how.options == ("Marie Curie", "Pierre Curie born in the same year")
+    assert how.cues == frozenset(["born"])
+    assert same_year("Were Marie Curie and Pierre Curie born in the same city?") is None
+
+
+def test_same_refuses_a_yes_when_the_years_differ_and_leaves_no(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Pierre Curie born]",
+            "Thought: b\nFinal: Yes",
+            "Thought: c\nFinal: No",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("Were Marie Curie and Pierre Curie born in the same year?")
+    refused = trajectory.steps[1].details
+    assert refused.refusal.reason == "same" and refused.checked == {"Marie Curie": "1867", "Pierre Curie": "1859"}
+    assert trajectory.steps[1].observation.startswith("Compare the years: Marie Curie 1867 (")
+    assert "Different years, so the answer is no." in trajectory.steps[1].observation
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Yes\n")
+    assert trajectory.answer == "No" and len(backend.calls) == 3  # no model call: the years decide
+
+
+def test_sides_asks_the_model_about_each_document_alone(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Pierre Curie]",
+            "Thought: b\nFinal: Yes",
+            "no",  # Marie Curie, on her document alone
+            "yes",  # Pierre Curie
+            "Thought: c\nFinal: No",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("Are both Marie Curie and Pierre Curie French physicists?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "sides"
+    assert refused.details.checked == {"Marie Curie": "no", "Pierre Curie": "yes"}
+    side = backend.calls[2]
+    assert side.grammar == 'root ::= "yes" | "no"\n' and side.max_tokens == 4
+    assert "Marie Curie: Marie Curie was a physicist and chemist born in Warsaw" in side.prompt
+    assert "Pierre Curie" not in side.prompt.split("Question:")[0]  # one document only
+    assert "Answer for Pierre Curie alone" in backend.calls[3].prompt
+    assert refused.observation.startswith("Checked one document at a time: Marie Curie: no (")
+    assert "So the answer is no." in refused.observation
+    assert refused.usage.prompt_tokens > 0  # the two side calls are booked on the step
+    assert not GbnfChecker(backend.calls[4].grammar).accepts("Thought: c\nFinal: Yes\n")
+    assert trajectory.answer == "No"
+
+
+def test_sides_lets_an_answer_both_sides_agree_with_stand(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Pierre Curie]", "Thought: b\nFinal: yes", "yes", "yes"],
+    )
+    trajectory = agent.run("Are both Marie Curie and Pierre Curie physicists?")
+    assert trajectory.answer == "yes" and len(trajectory.steps) == 2
+    assert trajectory.steps[1].details.refusal is None
+    assert trajectory.steps[1].details.checked == {"Marie Curie": "yes", "Pierre Curie": "yes"}
+    again = type(trajectory).from_json(trajectory.to_json())
+    assert again.steps[1].details.checked == trajectory.steps[1].details.checked
+
+
+def test_sides_still_judges_an_answer_repeated_after_one_side(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Warsaw chemist]",  # Marie Curie and Warsaw, not Pierre Curie
+            "Thought: b\nFinal: Yes",  # one_side: Pierre Curie is shown
+            "Thought: c\nFinal: Yes",  # the same answer again, now judged by sides
+            "no",
+            "yes",
+            "Thought: d\nFinal: No",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("Are both Marie Curie and Pierre Curie French?")
+    reasons = [s.details.refusal.reason if s.details and s.details.refusal else None for s in trajectory.steps]
+    assert reasons == [None, "one_side", "sides", None] and trajectory.answer == "No"

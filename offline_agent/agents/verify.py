@@ -29,6 +29,14 @@ Final is not the end of the run but an Observation that says why, and the model 
   with the option whose number loses, by the numbers the two options' documents give (a year, or a length in
   metres): the model read both numbers and guessed which is larger. Observation: both numbers, the sentences they
   come from, and which is larger.
+- `sides`: a yes/no question asks one thing of two ("Are both Duke Energy and Affiliated Managers Group based in
+  Massachusetts?", "Are A and B both American?"; answer_form.paired_subjects), and the answer disagrees with the
+  model's own judgment of each side on that side's document alone (two one-word calls, SIDES_SYSTEM/SIDES_USER):
+  "yes" only if both are "yes". Read together, after a page of other passages, a 1.5B model mixes the two up
+  ("[5] says Lange is American" of a French director) and leans to "yes"; judging one document at a time it does
+  not. Observation: each side's verdict and the answer they give.
+- `same`: a "Were A and B born in the same year?" question (compare.same_year) is answered against the years the
+  two documents give: equal years mean "yes". Observation: both years and their sentences.
 - `unopened`: the answer is the title of a document the run has not read (its title, a qualifier such as
   "(1945 film)" aside, is the answer as written): the model names a hop it has not made. The Observation is that
   document, so the model reads it before answering again (an answer that really is that entity is then
@@ -36,9 +44,9 @@ Final is not the end of the run but an Observation that says why, and the model 
 
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
-kind, asks_for, described, compare: EXCLUDED_REASONS) is taken out of every later step's grammar, so the model
-cannot write it again; one refused for want of reading (unread, one_side, unopened) can be, once the run has read
-more.
+kind, asks_for, described, compare, sides, same: EXCLUDED_REASONS) is taken out of every later step's grammar, so
+the model cannot write it again (a refused "yes" leaves "no"); one refused for want of reading (unread, one_side,
+unopened) can be, once the run has read more.
 Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples show refusals and how to
 go on after one (prompt_files/verify_*.txt).
 """
@@ -48,17 +56,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from offline_agent.agents.react import LoopState, ReActAgent
-from offline_agent.agents.step_runner import TurnResult
-from offline_agent.answer_form import AnswerForm, answer_form, in_question
-from offline_agent.compare import Comparison, comparison, measure, winner
+from offline_agent.agents.step_runner import StepRunner, TurnResult
+from offline_agent.answer_form import AnswerForm, answer_form, in_question, paired_subjects
+from offline_agent.backends.base import aside
+from offline_agent.compare import Comparison, comparison, measure, same_year, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
+from offline_agent.parse import WordParser
 from offline_agent.steps import Step, StepRecord
+
+Named = tuple[str, str]  # a document a question names: (title, head), from the search tool's named_document
+YES_OR_NO = WordParser(("yes", "no"))
 
 MAX_REFUSALS = 3
 # Refusals that judge the answer itself wrong: with exclude_refused, it cannot be written again (Grounding.exclude).
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
-EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare"])
+EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare", "sides", "same"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
@@ -77,10 +90,21 @@ COMPARE = (
     "{order}. Now answer the question: {question}"
 )
 
+SIDES_SYSTEM = "You check one thing against one document. Reply yes or no only."
+SIDES_USER = (
+    "Document:\n{title}: {text}\n\nQuestion: {question}\n"
+    "Answer for {name} alone, from the document: is it true of {name}? Reply yes or no."
+)
+SIDES = "Checked one document at a time: {checks}. So the answer is {verdict}. Now answer the question: {question}"
+SAME = (
+    "Compare the years: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
+    "{order}, so the answer is {verdict}. Now answer the question: {question}"
+)
+
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, kind, asks for, described, one side, compare,
-    unopened) first."""
+    """ReAct whose Finals are checked (unread, in the question, kind, asks for, described, one side, compare, sides,
+    same, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -101,16 +125,28 @@ class VerifyAgent(ReActAgent):
 
         refusals = [s.details.refusal for s in state.trajectory.steps if s.details is not None and s.details.refusal]
         answer = step.final
-        # A model that writes a refused answer again, after the Observation that refused it, keeps it.
-        if len(refusals) >= MAX_REFUSALS or normalize_answer(answer) in {normalize_answer(r.answer) for r in refusals}:
+        if len(refusals) >= MAX_REFUSALS:
             return None
         question = state.trajectory.question
         form = state.form or answer_form(question)
+        # The sides and same checks judge a yes/no answer once, whatever was refused before; after theirs, the
+        # grammar has only the other word left, and a refused first word is the one they took out, not unread text.
+        judged = any(r.reason in ("sides", "same") for r in refusals)
+        paired = form.kind != "open" and not judged
+        # A model that writes a refused answer again, after the Observation that refused it, keeps it (one refused
+        # for want of reading, one_side, is still judged by sides and same).
+        if normalize_answer(answer) in {normalize_answer(r.answer) for r in refusals}:
+            return self._pair(state, record, answer, question) if paired else None
         # A choice with options: the grammar offers the options only, so a refused first word is not unread text.
-        if state.grounding is not None and not form.options and refused_first_word(record.raw, turn.last_rejections):
+        unread = not form.options and not judged and refused_first_word(record.raw, turn.last_rejections)
+        if state.grounding is not None and unread:
             return self._refuse(record, "unread", answer, UNREAD.format(question=question))
         if form.kind != "open":
-            return self._one_side(state, record, answer) or self._compare(record, answer, question)
+            return (
+                self._one_side(state, record, answer)
+                or self._compare(record, answer, question)
+                or (self._pair(state, record, answer, question) if paired else None)
+            )
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
         if not form.fits(answer):
@@ -211,6 +247,91 @@ class VerifyAgent(ReActAgent):
         )
         return self._refuse(record, "compare", answer, text)
 
+    def _pair(self, state: LoopState, record: StepRecord, answer: str, question: str) -> str | None:
+        """The `sides` and `same` checks of a yes/no answer to a question about two things, each found by the first
+        document its part of the question names (through the search tool's `named_document`)."""
+        from offline_agent.eval.metrics import normalize_answer
+
+        given = normalize_answer(answer)
+        pair = paired_subjects(question)
+        named = getattr(self._search_tool(), "named_document", None)
+        if given not in ("yes", "no") or pair is None or named is None:
+            return None
+        seen = _seen_titles(state)
+        first, second = named(pair[1], prefer=seen), named(pair[2], prefer=seen)
+        if first is None or second is None or first[0] == second[0]:
+            return None
+        if pair[0] == "same":
+            return self._same(record, given, answer, question, (first, second))
+        return self._sides(state, record, given, answer, question, (first, second))
+
+    def _sides(
+        self, state: LoopState, record: StepRecord, given: str, answer: str, question: str, documents: Sequence[Named]
+    ) -> str | None:
+        """The `sides` check: the model judges the question on each document alone; "yes" if both say yes."""
+        from offline_agent.prompts import render_chat
+        from offline_agent.retrieval import split_sentences
+        from offline_agent.tools.titles import bare_title
+
+        backend = self.backend
+        checked: dict[str, str] = {}
+        with aside(backend):  # the run's own prompt stays in the cache for its next step
+            for title, text in documents:
+                name = bare_title(title)
+                user = SIDES_USER.format(title=title, text=text, question=question, name=name)
+                messages = [{"role": "system", "content": SIDES_SYSTEM}, {"role": "user", "content": user}]
+                prompt = render_chat(
+                    backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token
+                )
+                result = self.runner.word(state, prompt, YES_OR_NO, seed=self.config.seed)
+                StepRunner.add_cost(record, result)
+                if result.value is None:  # the run stopped, or a backend without a grammar wrote something else
+                    return None
+                checked[title] = result.value
+        self.details(record).checked = checked
+        verdict = "yes" if all(word == "yes" for word in checked.values()) else "no"
+        if verdict == given:
+            return None
+        lines = []
+        for title, text in documents:
+            spans = split_sentences(text)
+            head = text[spans[0][0] : spans[0][1]].strip() if spans else text
+            lines.append(f"{bare_title(title)}: {checked[title]} ({head.rstrip('.')})")
+        observation = SIDES.format(checks="; ".join(lines), verdict=verdict, question=question)
+        return self._refuse(record, "sides", answer, observation)
+
+    def _same(
+        self, record: StepRecord, given: str, answer: str, question: str, documents: Sequence[Named]
+    ) -> str | None:
+        """The `same` check: the years the two documents give (compare.measure), equal or not."""
+        from offline_agent.tools.titles import bare_title
+
+        how = same_year(question)
+        if how is None:
+            return None
+        first, second = (measure(text, how) for _, text in documents)
+        if first is None or second is None:
+            return None
+        self.details(record).checked = {
+            documents[0][0]: _shown(how, first.value),
+            documents[1][0]: _shown(how, second.value),
+        }
+        verdict = "yes" if first.value == second.value else "no"
+        if verdict == given:
+            return None
+        text = SAME.format(
+            first=bare_title(documents[0][0]),
+            first_value=_shown(how, first.value),
+            first_text=first.text.rstrip("."),
+            second=bare_title(documents[1][0]),
+            second_value=_shown(how, second.value),
+            second_text=second.text.rstrip("."),
+            order="The same year" if verdict == "yes" else "Different years",
+            verdict=verdict,
+            question=question,
+        )
+        return self._refuse(record, "same", answer, text)
+
     def _open(self, state: LoopState, record: StepRecord, how: str, text: str) -> tuple[str, list[str]] | None:
         """Show the documents the search tool's `how` (open_named or open_mentioned) finds for `text` that the run
         has not read, as this step's tool result: (the Observation, their titles), or None where there are none or
@@ -219,10 +340,7 @@ class VerifyAgent(ReActAgent):
         opener = getattr(tool, how, None)
         if opener is None:
             return None
-        seen = {
-            title for step in state.trajectory.steps if step.details is not None for title in step.details.seen_titles
-        }
-        shown = opener(text, exclude=seen)
+        shown = opener(text, exclude=_seen_titles(state))
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))
         if shown is None or reported is None:
             return None
@@ -232,6 +350,10 @@ class VerifyAgent(ReActAgent):
             assert state.grounding is not None
             state.grounding.add(observation)
         return observation, list(reported.titles)
+
+
+def _seen_titles(state: LoopState) -> set[str]:
+    return {title for step in state.trajectory.steps if step.details is not None for title in step.details.seen_titles}
 
 
 def _shown(how: Comparison, value: float) -> str:

@@ -169,6 +169,19 @@ class SearchTool(_ThreadDetails):
         spans = split_sentences(text)
         return text[spans[0][0] : spans[0][1]].strip() if spans else text.strip() or None
 
+    def named_document(self, text: str, prefer: set[str] | frozenset[str] = frozenset()) -> tuple[str, str] | None:
+        """(title, head) of the first document `text` names (titles.TitleTable.mentions), its head being its first
+        passage's first PASSAGE_CHARS characters; None when it names none. Where several documents have that name
+        ("Giuseppe Verdi", "Giuseppe Verdi (film)"), one titled in `prefer` (those the run has read) comes first,
+        then the one whose title is the bare name."""
+        found = self.session.titles().mentions(text)
+        if not found:
+            return None
+        name = bare_title(found[0][1])
+        same = [(pid, title) for pid, title in found if bare_title(title) == name]
+        pid, title = min(same, key=lambda item: (item[1] not in prefer, item[1] != name))
+        return title, _clip(self.session.index.passage(pid).text, PASSAGE_CHARS)
+
     def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The Observation of the documents `text` names (titles.TitleTable.mentions: their bare title written in
         it), up to k, those titled in `exclude` left out; None when it names no other document."""
