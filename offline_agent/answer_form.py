@@ -50,6 +50,12 @@ _COMPARING = re.compile(
     r"heavier|lighter|faster|slower)\b",
     re.IGNORECASE,
 )
+# Comparatives that do not make "or" offer options (_COMPARING does), but still compare.
+_COMPARING_MORE = re.compile(
+    r"\b(better|worse|best|worst|earliest|latest|sooner|soonest|deeper|deepest|lowest|shortest|smallest|newest|"
+    r"greater|greatest|fewest|lightest|heaviest|fastest|slowest|closest|furthest|farthest)\b",
+    re.IGNORECASE,
+)
 _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b", re.IGNORECASE)
@@ -253,6 +259,12 @@ def _offers_options(question: str) -> bool:
     return opener[0].isupper() or opener[0].isdigit() or opener[0] in "\"'“‘" or bool(_COMPARING.search(question))
 
 
+def compares(question: str) -> bool:
+    """True if `question` has a comparative or superlative ("older", "more", "highest", "best"): it asks which
+    option has more of something, not which one something holds of."""
+    return bool(_COMPARING.search(question) or _COMPARING_MORE.search(question))
+
+
 def choice_options(question: str) -> tuple[str, str] | None:
     """The two options of "..., A or B?", "...: A or B?" or "..., A or B, ...?" (each between a comma or colon and
     "or"), else of "... COMPARATIVE A or B?" ("Which magazine was started first Arthur's Magazine or First for
@@ -308,4 +320,4 @@ def in_question(answer: str, question: str) -> bool:
     return bool(needle) and f" {needle} " in f" {normalize_answer(question)} "
 
 
-__all__ = ["KINDS", "AnswerForm", "answer_form", "choice_options", "in_question", "paired_subjects"]
+__all__ = ["KINDS", "AnswerForm", "answer_form", "choice_options", "compares", "in_question", "paired_subjects"]

@@ -38,7 +38,9 @@ _LARGER_SIZE = frozenset(
 )
 _SMALLER_SIZE = frozenset(["shorter", "shortest", "lower", "lowest", "smaller", "smallest"])
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
-_YEAR = re.compile(r"(?<![\d,.])(1\d{3}|20\d{2})(?![\d,])")
+# A year: four digits not inside a longer number ("1,200", "12005") and not a decade ("the 1990s"); a comma after it
+# ends a clause ("in 1865, when ...") unless a digit follows ("1865,000").
+_YEAR = re.compile(r"(?<![\d,.])(1\d{3}|20\d{2})(?!\d|,\d|s\b)")
 _METRES = {
     "m": 1.0, "metre": 1.0, "metres": 1.0, "meter": 1.0, "meters": 1.0,
     "km": 1000.0, "kilometre": 1000.0, "kilometres": 1000.0, "kilometer": 1000.0, "kilometers": 1000.0,

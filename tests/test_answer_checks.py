@@ -7,7 +7,7 @@ import pytest
 
 from offline_agent.agents import AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
-from offline_agent.answer_form import answer_form, choice_options, in_question, paired_subjects
+from offline_agent.answer_form import answer_form, choice_options, compares, in_question, paired_subjects
 from offline_agent.backends import ScriptedBackend
 from offline_agent.compare import comparison, measure, same_year, winner
 from offline_agent.errors import StepParseError
@@ -721,3 +721,67 @@ def test_sides_still_judges_an_answer_repeated_after_one_side(tiny_index) -> Non
     trajectory = agent.run("Are both Marie Curie and Pierre Curie French?")
     reasons = [s.details.refusal.reason if s.details and s.details.refusal else None for s in trajectory.steps]
     assert reasons == [None, "one_side", "sides", None] and trajectory.answer == "No"
+
+
+def test_compare_still_weighs_an_answer_repeated_after_one_side(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Warsaw chemist]",  # Marie Curie and Warsaw, not Pierre Curie
+            "Thought: b\nFinal: Marie Curie",  # one_side: Pierre Curie is shown
+            "Thought: c\nFinal: Marie Curie",  # the same answer again: compare weighs it now
+            "Thought: d\nFinal: Pierre Curie",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
+    reasons = [s.details.refusal.reason if s.details and s.details.refusal else None for s in trajectory.steps]
+    assert reasons == [None, "one_side", "compare", None] and trajectory.answer == "Pierre Curie"
+
+
+def test_a_year_is_read_before_a_comma_but_not_from_a_decade() -> None:
+    born = comparison("Who was born first, Ada or Bo?")
+    assert measure("Ada's story began in 1865, when a mill was built.", born).value == 1865
+    assert measure("In the late 1990s and 2000s it sold phones.", born) is None
+    assert measure("It weighed 1865,000 tons and carried 1,200 people.", born) is None
+
+
+def test_sides_picks_the_one_option_a_choice_holds_of(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Pierre Curie]",
+            "Thought: b\nFinal: Marie Curie",
+            "no",  # Marie Curie, on her document alone
+            "yes",  # Pierre Curie
+            "Thought: c\nFinal: Pierre Curie",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("Which physicist was born in Paris, Marie Curie or Pierre Curie?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "sides"
+    assert "So the answer is Pierre Curie." in refused.observation
+    assert not GbnfChecker(backend.calls[4].grammar).accepts("Thought: c\nFinal: Marie Curie\n")
+    assert trajectory.answer == "Pierre Curie"
+
+
+@pytest.mark.parametrize("replies", [("yes", "yes"), ("no", "no")])
+def test_sides_lets_a_choice_stand_unless_exactly_one_option_holds(tiny_index, replies) -> None:
+    agent, _ = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Pierre Curie]", "Thought: b\nFinal: Marie Curie", *replies],
+    )
+    trajectory = agent.run("Which physicist was born in Paris, Marie Curie or Pierre Curie?")
+    assert trajectory.answer == "Marie Curie" and len(trajectory.steps) == 2
+
+
+def test_a_choice_that_compares_is_not_judged_side_by_side(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Pierre Curie]", "Thought: b\nFinal: Marie Curie"],
+    )
+    trajectory = agent.run("Which physicist won more prizes, Marie Curie or Pierre Curie?")
+    assert trajectory.answer == "Marie Curie" and len(backend.calls) == 2  # no side calls
+    assert compares("Who is older, A or B?") and compares("Which band is the best, A or B?")
+    assert not compares("Which writer was from England, A or B?")

@@ -34,7 +34,9 @@ Final is not the end of the run but an Observation that says why, and the model 
   model's own judgment of each side on that side's document alone (two one-word calls, SIDES_SYSTEM/SIDES_USER):
   "yes" only if both are "yes". Read together, after a page of other passages, a 1.5B model mixes the two up
   ("[5] says Lange is American" of a French director) and leans to "yes"; judging one document at a time it does
-  not. Observation: each side's verdict and the answer they give.
+  not. The same for a choice that compares nothing ("Which writer was from England, Henry Roth or Robert Erskine
+  Childers?": no "older", "more", ...): when the model says yes of exactly one option, on its document alone,
+  and the answer is the other. Observation: each side's verdict and the answer they give.
 - `same`: a "Were A and B born in the same year?" question (compare.same_year) is answered against the years the
   two documents give: equal years mean "yes". Observation: both years and their sentences.
 - `unopened`: the answer is the title of a document the run has not read (its title, a qualifier such as
@@ -57,7 +59,14 @@ from collections.abc import Sequence
 
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import StepRunner, TurnResult
-from offline_agent.answer_form import AnswerForm, answer_form, in_question, paired_subjects
+from offline_agent.answer_form import (
+    AnswerForm,
+    answer_form,
+    choice_options,
+    compares,
+    in_question,
+    paired_subjects,
+)
 from offline_agent.backends.base import aside
 from offline_agent.compare import Comparison, comparison, measure, same_year, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
@@ -129,24 +138,21 @@ class VerifyAgent(ReActAgent):
             return None
         question = state.trajectory.question
         form = state.form or answer_form(question)
-        # The sides and same checks judge a yes/no answer once, whatever was refused before; after theirs, the
-        # grammar has only the other word left, and a refused first word is the one they took out, not unread text.
-        judged = any(r.reason in ("sides", "same") for r in refusals)
-        paired = form.kind != "open" and not judged
-        # A model that writes a refused answer again, after the Observation that refused it, keeps it (one refused
-        # for want of reading, one_side, is still judged by sides and same).
+        reasons = {refusal.reason for refusal in refusals}
+        # After a sides or same refusal the grammar has only the other word left: a refused first word is the one
+        # they took out, not unread text.
+        judged = bool(reasons & {"sides", "same"})
+        # A model that writes a refused answer again, after the Observation that refused it, keeps it; but an answer
+        # to a choice or yes/no question refused only for want of reading (one_side) is still judged, once a run,
+        # by the checks that weigh it (compare, sides, same).
         if normalize_answer(answer) in {normalize_answer(r.answer) for r in refusals}:
-            return self._pair(state, record, answer, question) if paired else None
+            return self._weigh(state, record, answer, reasons) if form.kind != "open" else None
         # A choice with options: the grammar offers the options only, so a refused first word is not unread text.
         unread = not form.options and not judged and refused_first_word(record.raw, turn.last_rejections)
         if state.grounding is not None and unread:
             return self._refuse(record, "unread", answer, UNREAD.format(question=question))
         if form.kind != "open":
-            return (
-                self._one_side(state, record, answer)
-                or self._compare(record, answer, question)
-                or (self._pair(state, record, answer, question) if paired else None)
-            )
+            return self._one_side(state, record, answer) or self._weigh(state, record, answer, reasons)
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
         if not form.fits(answer):
@@ -247,30 +253,61 @@ class VerifyAgent(ReActAgent):
         )
         return self._refuse(record, "compare", answer, text)
 
+    def _weigh(self, state: LoopState, record: StepRecord, answer: str, reasons: set[str]) -> str | None:
+        """The checks that weigh a choice's or a yes/no answer against the documents (compare, then sides and
+        same), each at most once a run (`reasons`: those that refused already)."""
+        question = state.trajectory.question
+        compared = self._compare(record, answer, question) if "compare" not in reasons else None
+        if compared is not None or reasons & {"sides", "same"}:
+            return compared
+        return self._pair(state, record, answer, question)
+
     def _pair(self, state: LoopState, record: StepRecord, answer: str, question: str) -> str | None:
-        """The `sides` and `same` checks of a yes/no answer to a question about two things, each found by the first
-        document its part of the question names (through the search tool's `named_document`)."""
+        """The `sides` and `same` checks of an answer to a question about two things: a yes/no question's two
+        subjects (answer_form.paired_subjects), or a choice's two options; each found by the first document its
+        part of the question names (through the search tool's `named_document`)."""
         from offline_agent.eval.metrics import normalize_answer
 
         given = normalize_answer(answer)
         pair = paired_subjects(question)
+        options = choice_options(question) if pair is None and not compares(question) else None
         named = getattr(self._search_tool(), "named_document", None)
-        if given not in ("yes", "no") or pair is None or named is None:
+        if named is None:
+            return None
+        if pair is not None and given in ("yes", "no"):
+            parts = (pair[1], pair[2])
+        elif options is not None and given in {normalize_answer(option) for option in options}:
+            parts = options
+        else:
             return None
         seen = _seen_titles(state)
-        first, second = named(pair[1], prefer=seen), named(pair[2], prefer=seen)
+        first, second = named(parts[0], prefer=seen), named(parts[1], prefer=seen)
         if first is None or second is None or first[0] == second[0]:
             return None
-        if pair[0] == "same":
-            return self._same(record, given, answer, question, (first, second))
-        return self._sides(state, record, given, answer, question, (first, second))
+        documents = (first, second)
+        if pair is not None and pair[0] == "same":
+            return self._same(record, given, answer, question, documents)
+        checked = self._judge(state, record, question, documents)
+        if checked is None:
+            return None
+        verdicts = [checked[title] for title, _ in documents]
+        if options is None:
+            verdict = "yes" if verdicts == ["yes", "yes"] else "no"
+        elif verdicts.count("yes") == 1:  # a choice: the one option the question holds of
+            verdict = options[verdicts.index("yes")]
+        else:
+            return None
+        if normalize_answer(verdict) == given:
+            return None
+        return self._sides(record, answer, question, documents, checked, verdict)
 
-    def _sides(
-        self, state: LoopState, record: StepRecord, given: str, answer: str, question: str, documents: Sequence[Named]
-    ) -> str | None:
-        """The `sides` check: the model judges the question on each document alone; "yes" if both say yes."""
+    def _judge(
+        self, state: LoopState, record: StepRecord, question: str, documents: Sequence[Named]
+    ) -> dict[str, str] | None:
+        """The model's yes or no on the question for each document alone (SIDES_SYSTEM, SIDES_USER), by title; its
+        cost is booked on the step. None when a call gave no word (the run stopped, or a backend without a grammar
+        wrote something else)."""
         from offline_agent.prompts import render_chat
-        from offline_agent.retrieval import split_sentences
         from offline_agent.tools.titles import bare_title
 
         backend = self.backend
@@ -285,13 +322,25 @@ class VerifyAgent(ReActAgent):
                 )
                 result = self.runner.word(state, prompt, YES_OR_NO, seed=self.config.seed)
                 StepRunner.add_cost(record, result)
-                if result.value is None:  # the run stopped, or a backend without a grammar wrote something else
+                if result.value is None:
                     return None
                 checked[title] = result.value
         self.details(record).checked = checked
-        verdict = "yes" if all(word == "yes" for word in checked.values()) else "no"
-        if verdict == given:
-            return None
+        return checked
+
+    def _sides(
+        self,
+        record: StepRecord,
+        answer: str,
+        question: str,
+        documents: Sequence[Named],
+        checked: dict[str, str],
+        verdict: str,
+    ) -> str:
+        """The `sides` refusal: each document's verdict, its first sentence, and the answer they give."""
+        from offline_agent.retrieval import split_sentences
+        from offline_agent.tools.titles import bare_title
+
         lines = []
         for title, text in documents:
             spans = split_sentences(text)
