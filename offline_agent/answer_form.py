@@ -26,6 +26,9 @@ A "which/what NOUN" question names the kind of thing it asks for (`asks_for`: "r
 through the birth city of James Joyce?"); verify.py refuses an answer whose own document does not say it is one
 (Dublin, "the capital and largest city of Ireland", the first hop of that question). Words that name no kind of
 thing ("What is", "which one", "what type of") ask for nothing in particular.
+A yes/no question may ask one thing of two (`paired_subjects`: "Are both A and B X?", "Were A and B born in the
+same year?"), and a choice may compare (`compares`: "older", "more", ...) or ask which option something holds
+of ("Which writer was from England, A or B?"); verify.py judges those side by side.
 Limits: English questions only; a question in another language is `open`, and wants nothing in particular.
 """
 

@@ -128,8 +128,9 @@ class StepDetails:
     scope: ScopeDetails | None = None
     # A Final that an answer check refused (the run then went on).
     refusal: RefusalDetails | None = None
-    # What an answer check found for each thing a yes/no question names (verify.py's `sides`: the model's "yes"
-    # or "no" on that document alone; `same`: the year read), by document title, whether it refused or not.
+    # What an answer check found for each of the two things a yes/no or choice question names (verify.py's
+    # `sides`: the model's "yes" or "no" on that document alone; `same`: the year read), by document title,
+    # whether it refused or not.
     checked: dict[str, str] | None = None
 
     OWN: ClassVar[tuple[str, ...]] = ()

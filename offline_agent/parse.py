@@ -325,7 +325,6 @@ def _brief(exc: ValueError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in errors()[:3])
 
 
-@lru_cache(maxsize=64)
 class WordParser:
     """Parses a reply that is one word of a few ("yes" or "no"), in any case: the word, lower-cased. The grammar
     (`gbnf`) allows exactly those words; a backend without a grammar may write more, and only the first word
@@ -344,6 +343,7 @@ class WordParser:
         return word
 
 
+@lru_cache(maxsize=64)
 def json_parser_for(grammar: JsonGrammar) -> JsonParser:
     """A compiled JSON parser per grammar, built once and reused across calls and questions."""
     return JsonParser(grammar)
