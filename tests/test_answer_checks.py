@@ -785,3 +785,17 @@ def test_a_choice_that_compares_is_not_judged_side_by_side(tiny_index) -> None:
     assert trajectory.answer == "Marie Curie" and len(backend.calls) == 2  # no side calls
     assert compares("Who is older, A or B?") and compares("Which band is the best, A or B?")
     assert not compares("Which writer was from England, A or B?")
+
+
+def test_named_document_prefers_what_the_run_read_then_the_bare_title(tmp_path) -> None:
+    from offline_agent.retrieval import open_corpus
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "film.md").write_text("# Giuseppe Verdi (film)\n\nGiuseppe Verdi is a 1938 Italian film.\n")
+    (folder / "verdi.md").write_text("# Giuseppe Verdi\n\nGiuseppe Verdi was an Italian opera composer.\n")
+    search = build_tools(open_corpus(folder)).get("search")
+    title, head = search.named_document("Giuseppe Verdi and Ambroise Thomas")
+    assert title == "Giuseppe Verdi" and head == "Giuseppe Verdi was an Italian opera composer."
+    assert search.named_document("Giuseppe Verdi", prefer={"Giuseppe Verdi (film)"})[0] == "Giuseppe Verdi (film)"
+    assert search.named_document("nothing named here") is None
