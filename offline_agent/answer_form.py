@@ -262,6 +262,18 @@ def _offers_options(question: str) -> bool:
     return opener[0].isupper() or opener[0].isdigit() or opener[0] in "\"'“‘" or bool(_COMPARING.search(question))
 
 
+def kind_asked(question: str) -> tuple[str, ...]:
+    """The kind of thing a which/what question names, of any form ("movie" in "Which movie was filmed first, A or
+    B?"); () when it names none."""
+    return _kind_asked(question)
+
+
+def names_kind(text: str, kinds: tuple[str, ...]) -> bool:
+    """Whether `text` (a title and a first sentence) names one of `kinds`, or a word it is also called ("film" for
+    "movie")."""
+    return _names_kind(text, kinds) is not None
+
+
 def compares(question: str) -> bool:
     """True if `question` has a comparative or superlative ("older", "more", "highest", "best"): it asks which
     option has more of something, not which one something holds of."""
@@ -323,4 +335,14 @@ def in_question(answer: str, question: str) -> bool:
     return bool(needle) and f" {needle} " in f" {normalize_answer(question)} "
 
 
-__all__ = ["KINDS", "AnswerForm", "answer_form", "choice_options", "compares", "in_question", "paired_subjects"]
+__all__ = [
+    "KINDS",
+    "AnswerForm",
+    "answer_form",
+    "choice_options",
+    "compares",
+    "in_question",
+    "kind_asked",
+    "names_kind",
+    "paired_subjects",
+]

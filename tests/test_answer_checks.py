@@ -799,3 +799,21 @@ def test_named_document_prefers_what_the_run_read_then_the_bare_title(tmp_path) 
     assert title == "Giuseppe Verdi" and head == "Giuseppe Verdi was an Italian opera composer."
     assert search.named_document("Giuseppe Verdi", prefer={"Giuseppe Verdi (film)"})[0] == "Giuseppe Verdi (film)"
     assert search.named_document("nothing named here") is None
+
+
+def test_compare_reads_the_document_of_the_kind_the_question_names(tmp_path) -> None:
+    from offline_agent.retrieval import open_corpus
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a-story.md").write_text("# The Guest\n\nThe Guest is a short story first published in 1957.\n")
+    (folder / "b-film.md").write_text("# The Guest (film)\n\nThe Guest is a 2014 American thriller film.\n")
+    (folder / "next.md").write_text("# You're Next\n\nYou're Next is a 2011 American slasher film.\n")
+    index = open_corpus(folder)
+    search = build_tools(index).get("search")
+    assert search.document("The Guest").startswith("The Guest is a short story")
+    film = search.document("The Guest", prefer=lambda title, text: "film" in title)
+    assert film.startswith("The Guest is a 2014")
+    agent, _ = make(index, ["Thought: a\nAction: search[The Guest You're Next]", "Thought: b\nFinal: You're Next"])
+    trajectory = agent.run("Which movie was filmed first, The Guest or You're Next?")
+    assert trajectory.answer == "You're Next" and len(trajectory.steps) == 2  # 2011 against the film's 2014

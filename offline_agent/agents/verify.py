@@ -65,6 +65,8 @@ from offline_agent.answer_form import (
     choice_options,
     compares,
     in_question,
+    kind_asked,
+    names_kind,
     paired_subjects,
 )
 from offline_agent.backends.base import aside
@@ -230,7 +232,9 @@ class VerifyAgent(ReActAgent):
         chosen = [i for i, option in enumerate(how.options) if normalize_answer(option) == normalize_answer(answer)]
         if not chosen:
             return None
-        texts = [document(option) for option in how.options]
+        kinds = kind_asked(question)  # "Which movie ...": of two documents named "The Guest", the film's
+        prefer = (lambda title, text: names_kind(f"{title} {_first_sentence(text)}", kinds)) if kinds else None
+        texts = [document(option, prefer=prefer) for option in how.options]
         first_measure, second_measure = (measure(text, how) if text is not None else None for text in texts)
         if first_measure is None or second_measure is None:
             return None
@@ -338,14 +342,11 @@ class VerifyAgent(ReActAgent):
         verdict: str,
     ) -> str:
         """The `sides` refusal: each document's verdict, its first sentence, and the answer they give."""
-        from offline_agent.retrieval import split_sentences
         from offline_agent.tools.titles import bare_title
 
-        lines = []
-        for title, text in documents:
-            spans = split_sentences(text)
-            head = text[spans[0][0] : spans[0][1]].strip() if spans else text
-            lines.append(f"{bare_title(title)}: {checked[title]} ({head.rstrip('.')})")
+        lines = [
+            f"{bare_title(title)}: {checked[title]} ({_first_sentence(text).rstrip('.')})" for title, text in documents
+        ]
         observation = SIDES.format(checks="; ".join(lines), verdict=verdict, question=question)
         return self._refuse(record, "sides", answer, observation)
 
@@ -399,6 +400,13 @@ class VerifyAgent(ReActAgent):
             assert state.grounding is not None
             state.grounding.add(observation)
         return observation, list(reported.titles)
+
+
+def _first_sentence(text: str) -> str:
+    from offline_agent.retrieval import split_sentences
+
+    spans = split_sentences(text)
+    return text[spans[0][0] : spans[0][1]].strip() if spans else text
 
 
 def _seen_titles(state: LoopState) -> set[str]:

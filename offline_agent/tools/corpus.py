@@ -15,6 +15,7 @@ the passage returned is the document's first one (the lowest passage id).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,11 +153,15 @@ class SearchTool(_ThreadDetails):
         found = [(pid, title) for pid, title in self.session.titles().named(name) if title not in exclude]
         return self._show_documents(name, found)
 
-    def document(self, name: str) -> str | None:
+    def document(self, name: str, prefer: Callable[[str, str], bool] | None = None) -> str | None:
         """The text of the first passage of the document titled `name` (a qualifier aside); None when no document
-        has that title."""
+        has that title. Where several have it ("The Guest", a story, and "The Guest (film)"), the first for which
+        `prefer(title, text)` is true, else the first."""
         found = self.session.titles().named(name.strip())
-        return self.session.index.passage(found[0][0]).text if found else None
+        texts = [(title, self.session.index.passage(pid).text) for pid, title in found]
+        if prefer is not None:
+            texts.sort(key=lambda item: not prefer(*item))  # stable: the first preferred one, in title order
+        return texts[0][1] if texts else None
 
     def definition(self, name: str) -> str | None:
         """The first sentence of the document titled `name` (a qualifier aside), which says what it is ("Dublin is
