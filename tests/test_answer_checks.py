@@ -664,19 +664,25 @@ def test_same_refuses_a_yes_when_the_years_differ_and_leaves_no(tiny_index) -> N
     assert trajectory.answer == "No" and len(backend.calls) == 3  # no model call: the years decide
 
 
-def test_sides_asks_the_model_about_each_document_alone(tiny_index) -> None:
+def sides_run(index, question: str, first: str, second: str):
+    """A run whose Final `first` the side calls refuse (Marie Curie "no", Pierre Curie "yes"), then `second`."""
     agent, backend = make(
-        tiny_index,
+        index,
         [
             "Thought: a\nAction: search[Marie Curie Pierre Curie]",
-            "Thought: b\nFinal: Yes",
+            f"Thought: b\nFinal: {first}",
             "no",  # Marie Curie, on her document alone
             "yes",  # Pierre Curie
-            "Thought: c\nFinal: No",
+            f"Thought: c\nFinal: {second}",
         ],
         exclude_refused=True,
     )
-    trajectory = agent.run("Are both Marie Curie and Pierre Curie French physicists?")
+    return agent.run(question), backend
+
+
+def test_sides_asks_the_model_about_each_document_alone(tiny_index) -> None:
+    question = "Are both Marie Curie and Pierre Curie French physicists?"
+    trajectory, backend = sides_run(tiny_index, question, "Yes", "No")
     refused = trajectory.steps[1]
     assert refused.details.refusal.reason == "sides"
     assert refused.details.checked == {"Marie Curie": "no", "Pierre Curie": "yes"}
@@ -747,18 +753,8 @@ def test_a_year_is_read_before_a_comma_but_not_from_a_decade() -> None:
 
 
 def test_sides_picks_the_one_option_a_choice_holds_of(tiny_index) -> None:
-    agent, backend = make(
-        tiny_index,
-        [
-            "Thought: a\nAction: search[Marie Curie Pierre Curie]",
-            "Thought: b\nFinal: Marie Curie",
-            "no",  # Marie Curie, on her document alone
-            "yes",  # Pierre Curie
-            "Thought: c\nFinal: Pierre Curie",
-        ],
-        exclude_refused=True,
-    )
-    trajectory = agent.run("Which physicist was born in Paris, Marie Curie or Pierre Curie?")
+    question = "Which physicist was born in Paris, Marie Curie or Pierre Curie?"
+    trajectory, backend = sides_run(tiny_index, question, "Marie Curie", "Pierre Curie")
     refused = trajectory.steps[1]
     assert refused.details.refusal.reason == "sides"
     assert "So the answer is Pierre Curie." in refused.observation
