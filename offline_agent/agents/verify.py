@@ -73,6 +73,7 @@ from offline_agent.backends.base import aside
 from offline_agent.compare import Comparison, comparison, measure, same_year, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.parse import WordParser
+from offline_agent.retrieval import first_sentence
 from offline_agent.steps import Step, StepRecord
 
 Named = tuple[str, str]  # a document a question names: (title, head), from the search tool's named_document
@@ -233,7 +234,7 @@ class VerifyAgent(ReActAgent):
         if not chosen:
             return None
         kinds = kind_asked(question)  # "Which movie ...": of two documents named "The Guest", the film's
-        prefer = (lambda title, text: names_kind(f"{title} {_first_sentence(text)}", kinds)) if kinds else None
+        prefer = (lambda title, text: names_kind(f"{title} {first_sentence(text)}", kinds)) if kinds else None
         texts = [document(option, prefer=prefer) for option in how.options]
         first_measure, second_measure = (measure(text, how) if text is not None else None for text in texts)
         if first_measure is None or second_measure is None:
@@ -345,7 +346,7 @@ class VerifyAgent(ReActAgent):
         from offline_agent.tools.titles import bare_title
 
         lines = [
-            f"{bare_title(title)}: {checked[title]} ({_first_sentence(text).rstrip('.')})" for title, text in documents
+            f"{bare_title(title)}: {checked[title]} ({first_sentence(text).rstrip('.')})" for title, text in documents
         ]
         observation = SIDES.format(checks="; ".join(lines), verdict=verdict, question=question)
         return self._refuse(record, "sides", answer, observation)
@@ -400,13 +401,6 @@ class VerifyAgent(ReActAgent):
             assert state.grounding is not None
             state.grounding.add(observation)
         return observation, list(reported.titles)
-
-
-def _first_sentence(text: str) -> str:
-    from offline_agent.retrieval import split_sentences
-
-    spans = split_sentences(text)
-    return text[spans[0][0] : spans[0][1]].strip() if spans else text
 
 
 def _seen_titles(state: LoopState) -> set[str]:

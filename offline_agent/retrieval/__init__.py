@@ -20,7 +20,7 @@ from offline_agent.retrieval.catalog import (
 from offline_agent.retrieval.index import BM25Index
 from offline_agent.retrieval.ingest import Ingested, IngestOptions, ingest_paths
 from offline_agent.retrieval.passages import Passage, SearchResult
-from offline_agent.retrieval.sentences import chunk_spans, split_sentences
+from offline_agent.retrieval.sentences import chunk_spans, first_sentence, split_sentences
 
 __all__ = [
     "Analyzer",
@@ -31,6 +31,7 @@ __all__ = [
     "SearchResult",
     "build_from_paths",
     "chunk_spans",
+    "first_sentence",
     "index_path",
     "indexes_dir",
     "ingest_paths",

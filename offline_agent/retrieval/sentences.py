@@ -45,6 +45,13 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of `text` (in an encyclopedic document, what it is about), or the whole text, stripped,
+    when it has none."""
+    spans = split_sentences(text)
+    return text[spans[0][0] : spans[0][1]].strip() if spans else text.strip()
+
+
 def _is_sentence_end(text: str, start: int, end: int) -> bool:
     if text[start] in "。！？":
         return True

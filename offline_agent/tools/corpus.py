@@ -166,13 +166,12 @@ class SearchTool(_ThreadDetails):
     def definition(self, name: str) -> str | None:
         """The first sentence of the document titled `name` (a qualifier aside), which says what it is ("Dublin is
         the capital and largest city of Ireland ..."); None when no document has that title."""
-        from offline_agent.retrieval import split_sentences
+        from offline_agent.retrieval import first_sentence
 
         text = self.document(name)
         if text is None:
             return None
-        spans = split_sentences(text)
-        return text[spans[0][0] : spans[0][1]].strip() if spans else text.strip() or None
+        return first_sentence(text) or None
 
     def named_document(self, text: str, prefer: set[str] | frozenset[str] = frozenset()) -> tuple[str, str] | None:
         """(title, head) of the first document `text` names (titles.TitleTable.mentions), its head being its first
