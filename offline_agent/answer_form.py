@@ -28,7 +28,10 @@ through the birth city of James Joyce?"); verify.py refuses an answer whose own 
 thing ("What is", "which one", "what type of") ask for nothing in particular.
 A yes/no question may ask one thing of two (`paired_subjects`: "Are both A and B X?", "Were A and B born in the
 same year?"), and a choice may compare (`compares`: "older", "more", ...) or ask which option something holds
-of ("Which writer was from England, A or B?"); verify.py judges those side by side.
+of ("Which writer was from England, A or B?"); verify.py judges those side by side. An open question may ask what
+two things have in common (`shared_subjects`: "What occupation do A and B share?", "Where are A and B located?",
+"A and B are both best known for what profession?"): its answer holds of both, and verify.py refuses one that
+either thing's document does not say.
 Limits: English questions only; a question in another language is `open`, and wants nothing in particular.
 """
 
@@ -322,6 +325,38 @@ def paired_subjects(question: str) -> tuple[str, str, str] | None:
     return (how, first, second) if first and second else None
 
 
+# "What occupation do (both) A and B share?", "Where are A and B located?": a plural auxiliary right before the
+# pair, the second thing ending at what is asked of both (or the question's end).
+_PAIR_AFTER = re.compile(
+    r"^\W*(?:what|which|where|who|how)\b.*?\b(?:are|were|do|did|have)\s+(?:both\s+)?(.+?)\s+and\s+(.+?)"
+    r"(?:\s+(?:both|share|shared|have|has|had|located|based|in\s+common)\b|\s*\?|$)",
+    re.IGNORECASE,
+)
+# "A and B are both best known for what profession?": the pair opens the question, before a plural verb.
+_PAIR_BEFORE = re.compile(r"^\W*(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:are|were|both)\b", re.IGNORECASE)
+MAX_SHARED_WORDS = 8
+_OPENS_CLAUSE = frozenset(["who", "whom", "whose", "which", "what", "that", "where", "when", "how", "why"])
+
+
+def shared_subjects(question: str) -> tuple[str, str] | None:
+    """The two things an open question asks what they have in common: A and B of "What occupation do (both) A and
+    B share / have?", "Where are A and B located?" (a plural auxiliary right before "A and B") or of "A and B are
+    (both) ... what ...?" (the pair opens the question); None for any other shape, and for a second part that
+    opens a clause ("Who wrote X and who died in 2007?"). Each part may carry words around the name ("social
+    anthropologists Alfred Gell"); the caller finds the name in it. Whether the question is open is the caller's
+    to know (answer_form)."""
+    opens_with_wh = re.match(r"^\W*(?:what|which|where|who|whom|whose|when|how|why|in|on|at|for)\b", question, re.I)
+    match = _PAIR_AFTER.search(question) if opens_with_wh else _PAIR_BEFORE.search(question)
+    if match is None:
+        return None
+    first, second = (part.strip(" ,") for part in match.groups())
+    if not first or not second or second.split()[0].lower() in _OPENS_CLAUSE:
+        return None
+    if max(len(first.split()), len(second.split())) > MAX_SHARED_WORDS:  # a clause, not a name
+        return None
+    return first, second
+
+
 def _bare_option(text: str) -> str:
     text = re.sub(r"^(?:the|a|an)\s+", "", text.strip(), flags=re.IGNORECASE)
     return text.strip("\"'“”‘’ ")
@@ -345,4 +380,5 @@ __all__ = [
     "kind_asked",
     "names_kind",
     "paired_subjects",
+    "shared_subjects",
 ]

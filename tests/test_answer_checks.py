@@ -7,7 +7,14 @@ import pytest
 
 from offline_agent.agents import AgentConfig, ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
-from offline_agent.answer_form import answer_form, choice_options, compares, in_question, paired_subjects
+from offline_agent.answer_form import (
+    answer_form,
+    choice_options,
+    compares,
+    in_question,
+    paired_subjects,
+    shared_subjects,
+)
 from offline_agent.backends import ScriptedBackend
 from offline_agent.compare import comparison, measure, same_year, winner
 from offline_agent.errors import StepParseError
@@ -743,6 +750,55 @@ def test_compare_still_weighs_an_answer_repeated_after_one_side(tiny_index) -> N
     trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
     reasons = [s.details.refusal.reason if s.details and s.details.refusal else None for s in trajectory.steps]
     assert reasons == [None, "one_side", "compare", None] and trajectory.answer == "Pierre Curie"
+
+
+# ---- open questions about what two things have in common: shared ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "pair"),
+    [
+        ("What occupation do Chris Menges and Aram Avakian share?", ("Chris Menges", "Aram Avakian")),
+        ("What occupations do both Ian Hunter and Rob Thomas have?", ("Ian Hunter", "Rob Thomas")),
+        ("Where are Teide National Park and Garajonay National Park located?",
+         ("Teide National Park", "Garajonay National Park")),
+        ("Eric Ambler and Carol Shields are both best Known for what profession?", ("Eric Ambler", "Carol Shields")),
+        ("What nationality were social anthropologists Alfred Gell and Edmund Leach?",
+         ("social anthropologists Alfred Gell", "Edmund Leach")),
+        ("Who was the writer of These Boots Are Made for Walkin' and who died in 2007?", None),  # a clause
+        ("In which city was Marie Curie born?", None),
+        ("What river flows through Warsaw and Gdansk?", None),  # no plural auxiliary before the pair
+    ],
+)  # fmt: skip
+def test_the_two_things_an_open_question_asks_what_they_share(question: str, pair) -> None:
+    assert shared_subjects(question) == pair
+
+
+def test_shared_refuses_an_answer_one_of_the_two_documents_does_not_hold(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Pierre Curie]",
+            "Thought: b\nFinal: chemist",  # Marie Curie's document says it, Pierre Curie's does not
+            "Thought: c\nFinal: physicist",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("What occupation do Marie Curie and Pierre Curie share?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "shared"
+    assert refused.details.checked == {"Marie Curie": "yes", "Pierre Curie": "no"}
+    assert refused.observation.startswith("chemist is not in the document of Pierre Curie, and the question asks")
+    assert "[2] Pierre Curie: Pierre Curie was a French physicist born in Paris in 1859." in refused.observation
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: chemist\n")  # excluded
+    assert trajectory.answer == "physicist" and len(backend.calls) == 3  # no model call: the documents decide
+    assert trajectory.steps[2].details.refusal is None
+
+
+def test_shared_leaves_other_open_questions_alone(tiny_index) -> None:
+    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: chemist"])
+    trajectory = agent.run("What was the occupation of Marie Curie besides physicist?")
+    assert trajectory.answer == "chemist" and trajectory.steps[1].details.checked is None
 
 
 def test_a_year_is_read_before_a_comma_but_not_from_a_decade() -> None:

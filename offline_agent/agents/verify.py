@@ -39,6 +39,11 @@ Final is not the end of the run but an Observation that says why, and the model 
   and the answer is the other. Observation: each side's verdict and the answer they give.
 - `same`: a "Were A and B born in the same year?" question (compare.same_year) is answered against the years the
   two documents give: equal years mean "yes". Observation: both years and their sentences.
+- `shared`: an open question asks what two things have in common ("What occupation do Chris Menges and Aram
+  Avakian share?", "Where are A and B located?"; answer_form.shared_subjects), and the answer is not in one of the
+  two documents (their first passages, as whole words): the model took an attribute of one side
+  ("cinematographer", which only Menges' document says). Observation: both documents' first sentences, where the
+  attribute they share is ("director").
 - `unopened`: the answer is the title of a document the run has not read (its title, a qualifier such as
   "(1945 film)" aside, is the answer as written): the model names a hop it has not made. The Observation is that
   document, so the model reads it before answering again (an answer that really is that entity is then
@@ -46,15 +51,16 @@ Final is not the end of the run but an Observation that says why, and the model 
 
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
-kind, asks_for, described, compare, sides, same: EXCLUDED_REASONS) is taken out of every later step's grammar, so
-the model cannot write it again (a refused "yes" leaves "no"); one refused for want of reading (unread, one_side,
-unopened) can be, once the run has read more.
+kind, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later step's
+grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused for want of reading (unread,
+one_side, unopened) can be, once the run has read more.
 Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples show refusals and how to
 go on after one (prompt_files/verify_*.txt).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from offline_agent.agents.react import LoopState, ReActAgent
@@ -68,6 +74,7 @@ from offline_agent.answer_form import (
     kind_asked,
     names_kind,
     paired_subjects,
+    shared_subjects,
 )
 from offline_agent.backends.base import aside
 from offline_agent.compare import Comparison, comparison, measure, same_year, winner
@@ -83,7 +90,7 @@ MAX_REFUSALS = 3
 # Refusals that judge the answer itself wrong: with exclude_refused, it cannot be written again (Grounding.exclude).
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
-EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare", "sides", "same"])
+EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare", "sides", "same", "shared"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
@@ -107,6 +114,10 @@ SIDES_USER = (
     "Document:\n{title}: {text}\n\nQuestion: {question}\n"
     "Answer for {name} alone, from the document: is it true of {name}? Reply yes or no."
 )
+SHARED = (
+    "{answer} is {where}, and the question asks what {first} and {second} have in common:\n{documents}\n"
+    "Now answer the question: {question}"
+)
 SIDES = "Checked one document at a time: {checks}. So the answer is {verdict}. Now answer the question: {question}"
 SAME = (
     "Compare the years: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
@@ -116,7 +127,7 @@ SAME = (
 
 class VerifyAgent(ReActAgent):
     """ReAct whose Finals are checked (unread, in the question, kind, asks for, described, one side, compare, sides,
-    same, unopened) first."""
+    same, shared, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -162,6 +173,9 @@ class VerifyAgent(ReActAgent):
             assert form.wants is not None
             text = KIND.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
+        shared = self._shared(state, record, answer, question)
+        if shared is not None:
+            return shared
         unopened = self._unopened(state, record, answer)
         if unopened is not None or not (form.asks_for or form.described):
             return unopened
@@ -197,6 +211,46 @@ class VerifyAgent(ReActAgent):
             return None
         text = DESCRIBED.format(answer=answer, kind=kind, definition=sentence, question=form.question)
         return self._refuse(record, "described", answer, text)
+
+    def _shared(self, state: LoopState, record: StepRecord, answer: str, question: str) -> str | None:
+        """The `shared` check: refuse the answer to a question about what two things have in common
+        (answer_form.shared_subjects) when one of their documents does not hold it (as whole words, case aside, in
+        its first passage); each is the first document its part of the question names (through the search tool's
+        `named_document` and `document`). The Observation is both documents' first sentences, which a grounded run
+        reads."""
+        from offline_agent.tools.titles import bare_title
+
+        pair = shared_subjects(question)
+        tool = self._search_tool()
+        named, document = getattr(tool, "named_document", None), getattr(tool, "document", None)
+        if pair is None or named is None or document is None:
+            return None
+        seen = _seen_titles(state)
+        found = [named(part, prefer=seen) for part in pair]
+        if found[0] is None or found[1] is None or found[0][0] == found[1][0]:
+            return None
+        holds = re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
+        texts = {
+            title: document(bare_title(title), prefer=lambda t, _, title=title: t == title) or head
+            for title, head in found
+        }
+        checked = {title: "yes" if holds.search(text) else "no" for title, text in texts.items()}
+        self.details(record).checked = checked
+        missing = [bare_title(title) for title, verdict in checked.items() if verdict == "no"]
+        if not missing:
+            return None
+        where = "in neither document" if len(missing) == 2 else f"not in the document of {missing[0]}"
+        listed = "\n".join(
+            f"[{rank}] {title}: {first_sentence(text)}" for rank, (title, text) in enumerate(texts.items(), 1)
+        )
+        if self.reads(state):
+            assert state.grounding is not None
+            state.grounding.add(listed)
+        first, second = (bare_title(title) for title, _ in found)
+        text = SHARED.format(
+            answer=answer, where=where, first=first, second=second, documents=listed, question=question
+        )
+        return self._refuse(record, "shared", answer, text)
 
     def _unopened(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
         """The `unopened` check: refuse an answer that is the title of a document the run has not read, and show

@@ -149,9 +149,9 @@ def control_options() -> Decorator:
                 default=ANSWER_DEFAULTS["exclude_refused"],
                 show_default=True,
                 help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, is not "
-                "the kind of thing asked for, is the entity the question describes on the way, loses a comparison) "
-                "cannot be written again, nor a "
-                "span that begins with it or that it begins with.",
+                "the kind of thing asked for, is the entity the question describes on the way, loses a comparison, "
+                "is not in both documents of a question about what two things share) cannot be written again, nor "
+                "a span that begins with it or that it begins with.",
             ),
             click.option(
                 "--fresh-calls/--no-fresh-calls",
