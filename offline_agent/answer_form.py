@@ -363,11 +363,15 @@ def _bare_option(text: str) -> str:
 
 
 def in_question(answer: str, question: str) -> bool:
-    """True if `answer`, normalised as HotpotQA does, is a run of whole words of the question."""
+    """True if `answer`, normalised as HotpotQA does, is a run of whole words of the question (whose dashes and
+    slashes may also part words)."""
     from offline_agent.eval.metrics import normalize_answer
 
     needle = normalize_answer(answer)
-    return bool(needle) and f" {needle} " in f" {normalize_answer(question)} "
+    # Also with the question's dashes and slashes as spaces: "2014" is in "the 2014–15 season", which normalises
+    # to "201415".
+    split = re.sub(r"[-‐‑–—/]", " ", question)
+    return bool(needle) and any(f" {needle} " in f" {normalize_answer(text)} " for text in (question, split))
 
 
 __all__ = [

@@ -81,6 +81,9 @@ def test_in_question_compares_whole_words_after_normalising() -> None:
     assert not in_question("Gator", "What band did Gatorade sponsor?")
     assert not in_question("Molly Hatchet", question)
     assert not in_question("", question)
+    # A dash or slash parts words: "2014" is in "2014–15", which normalises to "201415".
+    assert in_question("2014", "Which manager did Koeman replace in the 2014–15 season?")
+    assert in_question("Jean-Paul", "Did Jean-Paul Sartre write Nausea?")
 
 
 def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
