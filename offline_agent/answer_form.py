@@ -328,7 +328,8 @@ def paired_subjects(question: str) -> tuple[str, str, str] | None:
 # "What occupation do (both) A and B share?", "Where are A and B located?": a plural auxiliary right before the
 # pair, the second thing ending at what is asked of both (or the question's end).
 _PAIR_AFTER = re.compile(
-    r"^\W*(?:what|which|where|who|how)\b.*?\b(?:are|were|do|did|have)\s+(?:both\s+)?(.+?)\s+and\s+(.+?)"
+    r"^\W*(?:(?:in|on|at|for)\s+)?(?:what|which|where|who|how)\b.*?\b(?:are|were|do|did|have)\s+(?:both\s+)?"
+    r"(.+?)\s+and\s+(.+?)"
     r"(?:\s+(?:both|share|shared|have|has|had|located|based|in\s+common)\b|\s*\?|$)",
     re.IGNORECASE,
 )

@@ -768,6 +768,8 @@ def test_compare_still_weighs_an_answer_repeated_after_one_side(tiny_index) -> N
         ("Eric Ambler and Carol Shields are both best Known for what profession?", ("Eric Ambler", "Carol Shields")),
         ("What nationality were social anthropologists Alfred Gell and Edmund Leach?",
          ("social anthropologists Alfred Gell", "Edmund Leach")),
+        ("In which country are Teide National Park and Garajonay National Park?",
+         ("Teide National Park", "Garajonay National Park")),
         ("Who was the writer of These Boots Are Made for Walkin' and who died in 2007?", None),  # a clause
         ("In which city was Marie Curie born?", None),
         ("What river flows through Warsaw and Gdansk?", None),  # no plural auxiliary before the pair
