@@ -61,7 +61,7 @@ go on after one (prompt_files/verify_*.txt).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import StepRunner, TurnResult
@@ -225,9 +225,8 @@ class VerifyAgent(ReActAgent):
         named, document = getattr(tool, "named_document", None), getattr(tool, "document", None)
         if pair is None or named is None or document is None:
             return None
-        seen = _seen_titles(state)
-        found = [named(part, prefer=seen) for part in pair]
-        if found[0] is None or found[1] is None or found[0][0] == found[1][0]:
+        found = _two_documents(state, named, pair)
+        if found is None:
             return None
         holds = re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
         texts = {
@@ -339,11 +338,9 @@ class VerifyAgent(ReActAgent):
             parts = options
         else:
             return None
-        seen = _seen_titles(state)
-        first, second = named(parts[0], prefer=seen), named(parts[1], prefer=seen)
-        if first is None or second is None or first[0] == second[0]:
+        documents = _two_documents(state, named, parts)
+        if documents is None:
             return None
-        documents = (first, second)
         if pair is not None and pair[0] == "same":
             return self._same(record, given, answer, question, documents)
         checked = self._judge(state, record, question, documents)
@@ -455,6 +452,18 @@ class VerifyAgent(ReActAgent):
             assert state.grounding is not None
             state.grounding.add(observation)
         return observation, list(reported.titles)
+
+
+def _two_documents(
+    state: LoopState, named: Callable[..., Named | None], parts: Sequence[str]
+) -> tuple[Named, Named] | None:
+    """The first document each of a question's two parts names (the search tool's `named_document`, preferring
+    those the run has read); None when a part names none or both name the same one."""
+    seen = _seen_titles(state)
+    first, second = (named(part, prefer=seen) for part in parts)
+    if first is None or second is None or first[0] == second[0]:
+        return None
+    return first, second
 
 
 def _seen_titles(state: LoopState) -> set[str]:
