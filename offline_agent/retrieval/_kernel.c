@@ -12,7 +12,9 @@ the top k are ordered by that float32 score descending, then id ascending.
 
 How, two ways, chosen per query by a cost estimate (`search`):
 - Term at a time (`taat`): every posting's weight is added into a scratch array, then the touched passages go
-  through a heap of k. About a nanosecond a posting; the way for queries whose terms are all frequent.
+  through a heap of k, one block of BLOCK_ROWS rows at a time so the block's scratch stays in cache (at 1M rows,
+  a tenth faster than the whole array at once). A few nanoseconds a posting; the way for queries whose terms are
+  all frequent.
 - Document at a time with MaxScore (Turtle and Flood 1995; `daat`): every query term has an upper bound, its
   largest weight times its count. Once k hits are kept, the k-th score is a threshold, and the terms whose
   bounds together stay below it cannot bring a passage into the top k on their own: passages are enumerated
@@ -39,6 +41,9 @@ kept one has the smaller id); a seeded threshold is lowered by a float32 step so
 #define SOURCE_SHA256 ""
 #endif
 #define MAX_TERMS 64
+#ifndef BLOCK_ROWS
+#define BLOCK_ROWS 16384 /* rows of acc and mark (9 bytes each) one block of term-at-a-time scoring covers */
+#endif
 #define END INT64_MAX
 
 typedef struct {
@@ -353,43 +358,54 @@ static double seed(const Term *t, int n, int64_t k, double cnst, Hit *heap, int6
 
 /* Every posting's weight added into acc (ascending term id: the numpy path's order), then the best k of the
    touched passages; only rows lo <= d < hi (each term's postings for them, `t`, and the rows scanned). acc and
-   mark (one per row) come in zeroed and are left zeroed. */
+   mark (one per row) come in zeroed and are left zeroed. The rows go BLOCK_ROWS at a time (every term's
+   postings for a block, then the block's touched rows into the heap), so the block's part of acc and mark stays
+   in the core's cache while every term adds into it: a passage's terms still add up in ascending term id. */
 static int64_t taat_rows(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t lo,
                          int64_t hi, Hit *heap) {
-    int64_t total = 0;
-    uint64_t span = (uint64_t)(hi - lo);
-    for (int i = 0; i < n; i++) {
-        const int32_t *docs = t[i].docs;
-        const float *w = t[i].w;
-        double m = t[i].mult;
-        total += t[i].n;
-        for (int64_t j = 0; j < t[i].n; j++) {
-            int64_t d = docs[j];
-            if ((uint64_t)(d - lo) >= span) continue; /* a corrupt id: never write outside these rows */
-            acc[d] += (double)w[j] * m;
-            mark[d] = 1;
-        }
-    }
+    int64_t pos[MAX_TERMS] = {0};
     int64_t kept = 0;
-    if (total * 4 > hi - lo) {
-        for (int64_t d = lo; d < hi; d++) {
-            if (!mark[d]) continue;
-            Hit h = {(float)(acc[d] + cnst), (int32_t)d};
-            offer(heap, &kept, k, h);
-            acc[d] = 0.0;
-            mark[d] = 0;
-        }
-    } else {
+    for (int64_t blo = lo; blo < hi; blo += BLOCK_ROWS) {
+        int64_t bhi = hi - blo > BLOCK_ROWS ? blo + BLOCK_ROWS : hi;
+        uint64_t span = (uint64_t)(bhi - blo);
+        /* The last block takes every posting left, so an id past the rows (corrupt) is skipped, not a stop. */
+        int64_t stop = bhi == hi ? END : bhi;
+        int64_t total = 0, next[MAX_TERMS];
         for (int i = 0; i < n; i++) {
-            for (int64_t j = 0; j < t[i].n; j++) {
-                int64_t d = t[i].docs[j];
-                if ((uint64_t)(d - lo) >= span || !mark[d]) continue;
+            const int32_t *docs = t[i].docs;
+            const float *w = t[i].w;
+            double m = t[i].mult;
+            int64_t j = pos[i], end = t[i].n;
+            for (; j < end && docs[j] < stop; j++) {
+                int64_t d = docs[j];
+                if ((uint64_t)(d - blo) >= span) continue; /* a corrupt id: never write outside these rows */
+                acc[d] += (double)w[j] * m;
+                mark[d] = 1;
+            }
+            total += j - pos[i];
+            next[i] = j;
+        }
+        if (total * 4 > bhi - blo) {
+            for (int64_t d = blo; d < bhi; d++) {
+                if (!mark[d]) continue;
                 Hit h = {(float)(acc[d] + cnst), (int32_t)d};
                 offer(heap, &kept, k, h);
                 acc[d] = 0.0;
                 mark[d] = 0;
             }
+        } else {
+            for (int i = 0; i < n; i++) {
+                for (int64_t j = pos[i]; j < next[i]; j++) {
+                    int64_t d = t[i].docs[j];
+                    if ((uint64_t)(d - blo) >= span || !mark[d]) continue;
+                    Hit h = {(float)(acc[d] + cnst), (int32_t)d};
+                    offer(heap, &kept, k, h);
+                    acc[d] = 0.0;
+                    mark[d] = 0;
+                }
+            }
         }
+        memcpy(pos, next, sizeof(int64_t) * (size_t)n);
     }
     return kept;
 }
@@ -473,12 +489,18 @@ enum { AUTO, DAAT, SEEDED_DAAT, TAAT, TAAT_SPLIT }; /* how to search: tests forc
    passages, every way timed on the same queries): TAAT adds each posting and reads each touched row back, 2.4-3.6
    ns a posting; DAAT steps every walked list at each passage it visits, 3.7-6.3 ns per posting and walked list; a
    scratch array beyond the caches makes TAAT's writes misses, about 1.3x (3x was a guess, and chose DAAT for
-   8-term queries of frequent words at 1M, 2.4x slower than TAAT). */
+   8-term queries of frequent words at 1M, 2.4x slower than TAAT). The seed costs more than its lists' length
+   suggests: on 8-term queries of frequent words, at 100k rows, seeding and then choosing TAAT anyway took 1.8 ms
+   where TAAT alone took 0.8; hence SEED_COST per impact posting and term squared, and more beyond the caches
+   (fitted on the same queries, 1-, 3- and 8-term, at 100k and 1M). */
 #define TAAT_COST 1.0
 #define DAAT_COST 1.25     /* per walked posting and walked list */
 #define UNCACHED 1.3       /* TAAT's cost beyond CACHED_ROWS */
 #define CACHED_ROWS 131072 /* rows whose scratch (9 bytes each) stays in a core's cache */
 #define SEED_FROM 20000    /* postings; below, seeding costs more than it saves */
+#define SEED_COST 0.75     /* the seed, per impact-list posting and query term squared */
+#define SEED_UNCACHED 3.5  /* the seed's cost beyond CACHED_ROWS (its lookups miss the caches) */
+#define SPLIT_GAIN 1.6     /* term at a time on two threads (taat_split) against one */
 
 static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int how, double *acc, uint8_t *mark,
                       int64_t n_rows, Hit *heap, int64_t want) {
@@ -492,6 +514,7 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
     if (how == TAAT && acc) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
     if (how == TAAT_SPLIT && acc) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
     double taat_cost = acc ? (double)total * TAAT_COST * (n_rows > CACHED_ROWS ? UNCACHED : 1.0) : INFINITY;
+    if (total >= SPLIT_FROM && n_rows >= 2) taat_cost /= SPLIT_GAIN;
     /* Document at a time reads every impact list at least once (for the bounds, and the seed walks them): on a
        small corpus, where those lists hold most postings, that alone costs more than adding them all up. */
     if (how == AUTO && taat_cost < (double)listed * DAAT_COST * n)
@@ -505,6 +528,11 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
         if (taat_cost < daat_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
         return daat(t, n, k, cnst, -INFINITY, 1, heap);
     }
+    /* The seed walks the impact lists document at a time, every list at each passage, and scores its candidates
+       by lookups in the whole lists: when that alone costs more than adding up every posting, seeding cannot
+       pay (and the walk after it is dearer still). */
+    double seed_cost = (double)listed * n * n * SEED_COST * (n_rows > CACHED_ROWS ? SEED_UNCACHED : 1.0);
+    if (taat_cost < seed_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
     double thr0 = seed(t, n, k, cnst, heap, want);
     /* What the walk would cover with that threshold: the lists whose bounds reach it, as daat splits them. */
     List l[2 * MAX_TERMS];

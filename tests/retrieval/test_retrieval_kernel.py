@@ -108,6 +108,24 @@ def test_every_way_equals_numpy_on_frequent_words(zipf_index, way: str) -> None:
 
 
 @needs_kernel
+@pytest.mark.parametrize("way", ["choose", "taat", "taat on two threads"])
+def test_term_at_a_time_equals_numpy_across_row_blocks(way: str) -> None:
+    # Term at a time goes 16,384 rows at a time (BLOCK_ROWS): 40,000 rows are three blocks, the last one short,
+    # with frequent words dense in every block and rare ones sparse (touched rows read back from the postings).
+    rng = np.random.default_rng(5)
+    words = np.array([f"w{i}" for i in range(500)])
+    p = 1.0 / np.arange(1, 501)
+    corpus = [list(rng.choice(words, size=rng.integers(1, 7), p=p / p.sum())) for _ in range(40_000)]
+    index = BM25Index.from_tokens(corpus)
+    qs = [list(rng.choice(words[:10], size=8)) for _ in range(5)]
+    qs += [list(rng.choice(words[300:], size=3)) for _ in range(5)]
+    qs += [[*rng.choice(words[:3], size=2), *rng.choice(words[400:], size=2)] for _ in range(5)]
+    for q in qs:
+        for k in (1, 10, 100):
+            assert _kernel(index, q, k, way) == _numpy(index, q, k), (q, k)
+
+
+@needs_kernel
 def test_ties_keep_id_order_across_the_threshold() -> None:
     # 500 identical passages tie on every query; the threshold seeded from the impact lists must not drop
     # the lower ids that tie with the k-th score.
