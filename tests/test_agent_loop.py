@@ -114,6 +114,40 @@ def test_tool_error_becomes_observation(tiny_index) -> None:
     assert trajectory.stop_reason == "final"
 
 
+def test_a_tool_that_found_nothing_says_so_in_a_notice_not_evidence(tiny_index) -> None:
+    tools = build_tools(tiny_index)
+    found = tools.run("search", "Marie Curie")
+    assert found.evidence and not found.is_error
+    for name, argument in [("lookup", "zebra"), ("lookup", "zebra"), ("search", "zzzq"), ("retrieve", "zzzq")]:
+        registry = build_tools(tiny_index, names=("search", "lookup", "retrieve"))
+        registry.run("search", "Marie Curie")
+        result = registry.run(name, argument)
+        assert isinstance(result.observation, str) and result.observation.startswith("No ")
+        assert not result.evidence and not result.is_error, (name, result.observation)
+    failed = tools.run("calculator", {"expression": "__import__(1)"})
+    assert failed.is_error and not failed.evidence
+
+
+def test_a_grounded_run_takes_no_answer_from_a_notice(tiny_index) -> None:
+    from offline_agent.grammar import GbnfChecker
+
+    agent, backend = make_agent(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            "Thought: b\nAction: lookup[zebra]",
+            "Thought: c\nFinal: Warsaw",
+        ],
+        grounded=True,
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.steps[1].observation == "No sentence in 'Marie Curie' contains 'zebra'."
+    grammar = GbnfChecker(backend.calls[2].grammar)
+    assert grammar.accepts("Thought: c\nFinal: Warsaw\n")  # read in the search
+    assert not grammar.accepts("Thought: c\nFinal: zebra\n") and not grammar.accepts("Thought: c\nFinal: No sentence\n")
+    assert trajectory.answer == "Warsaw"
+
+
 def test_parse_failure_is_recorded_and_stops(tiny_index) -> None:
     agent, backend = make_agent(tiny_index, ["Thought: x\nAction: google[Ed Wood]\n"])
     trajectory = agent.run("q")

@@ -67,6 +67,7 @@ class LoopState(RunState):
     form: AnswerForm | None = None
     next_index: int = 0
     last_turn: Usage = field(default_factory=Usage)  # the token counts of the last step's own model call
+    evidence: bool = True  # whether the last tool result was text the tool found (not a Notice or an error)
 
 
 class ReActAgent(Strategy):
@@ -317,10 +318,10 @@ class ReActAgent(Strategy):
         return state.grounding is not None and (state.form is None or state.form.reads_observations)
 
     def after_observation(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
-        """What happens once the tool has answered: a grounded run reads the Observation (unless the tool failed,
-        or the answer form takes the answer from the question), and the step and its Observation join the
-        scratchpad."""
-        if state.grounding is not None and not record.tool_error and self.reads(state):
+        """What happens once the tool has answered: a grounded run reads the Observation (unless the tool failed
+        or found nothing, a Notice, or the answer form takes the answer from the question), and the step and its
+        Observation join the scratchpad."""
+        if state.grounding is not None and not record.tool_error and state.evidence and self.reads(state):
             state.grounding.add(observation)
         state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(record.index))
 
@@ -360,6 +361,7 @@ class ReActAgent(Strategy):
             if earlier is not None and earlier[1] == result.observation:
                 return self.repeat(record, action, earlier[0])
         record.tool_error = result.is_error
+        state.evidence = result.evidence
         if not stateful and not result.is_error:
             state.calls[call] = record.index
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))

@@ -4,7 +4,7 @@ retrieve (not among the defaults: KnowAgent asks for it)."""
 from __future__ import annotations
 
 from offline_agent.grammar import ToolSpec
-from offline_agent.tools.base import Tool, ToolRegistry, ToolResult
+from offline_agent.tools.base import Notice, Tool, ToolRegistry, ToolResult
 from offline_agent.tools.calculator import CalculatorTool
 from offline_agent.tools.corpus import CorpusSession, LookupTool, RetrieveTool, SearchSettings, SearchTool
 
@@ -49,6 +49,7 @@ __all__ = [
     "CalculatorTool",
     "CorpusSession",
     "LookupTool",
+    "Notice",
     "RetrieveTool",
     "SearchSettings",
     "SearchTool",

@@ -1,8 +1,9 @@
 """The Tool protocol and the registry that runs tools for the agent loop.
 
 A tool is any object with `name`, `description`, `schema` (None for a plain text argument, else a JSON Schema
-object) and `__call__(argument) -> str`. The registry turns a tool's failure (a ToolError, or any exception a
-user's tool raises) into an Observation marked as an error, so the loop never stops on a tool.
+object) and `__call__(argument) -> str` (a `Notice` where it says only that it found nothing). The registry turns
+a tool's failure (a ToolError, or any exception a user's tool raises) into an Observation marked as an error, so
+the loop never stops on a tool.
 """
 
 from __future__ import annotations
@@ -26,12 +27,20 @@ class Tool(Protocol):
     def __call__(self, argument: Any) -> str: ...
 
 
+class Notice(str):
+    """What a tool says about the call itself ("No passage matches 'X'.", "No more sentences in 'Y' contain
+    'born'."), not text it found. The model reads it as its Observation like any other, but a grounded run takes no
+    answer from it: a tool returns a Notice (a str) where it found nothing to show."""
+
+
 @dataclass(frozen=True)
 class ToolResult:
-    """What one call returned: the observation text and whether it reports a failure."""
+    """What one call returned: the observation text, whether it reports a failure, and whether it is text the tool
+    found (not a Notice or an error), which a grounded run may answer from."""
 
     observation: str
     is_error: bool = False
+    evidence: bool = True
 
 
 class ToolRegistry:
@@ -78,15 +87,16 @@ class ToolRegistry:
     def run(self, name: str, argument: Any) -> ToolResult:
         """Call a tool; any failure becomes an error Observation instead of an exception."""
         if name not in self._tools:
-            return ToolResult(f"Error: there is no tool {name!r}; tools: {', '.join(self._tools)}.", True)
+            return ToolResult(f"Error: there is no tool {name!r}; tools: {', '.join(self._tools)}.", True, False)
         tool = self._tools[name]
         try:
             if tool.schema is not None:
                 argument = check_json_argument(ToolSpec(name, schema=tool.schema), argument)
-            return ToolResult(str(tool(argument)))
+            output = tool(argument)
+            return ToolResult(str(output), evidence=not isinstance(output, Notice))
         except ToolError as exc:
-            return ToolResult(f"Error: {exc}", True)
+            return ToolResult(f"Error: {exc}", True, False)
         except ValueError as exc:
-            return ToolResult(f"Error: bad argument for {name}: {exc}", True)
+            return ToolResult(f"Error: bad argument for {name}: {exc}", True, False)
         except Exception as exc:  # a user's tool must not stop the agent; the error is shown to the model
-            return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True)
+            return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True, False)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offline_agent.errors import ToolError
+from offline_agent.tools.base import Notice
 from offline_agent.tools.titles import TitleTable, bare_title, title_table
 
 SEARCH_K = 3
@@ -139,7 +140,7 @@ class SearchTool(_ThreadDetails):
         linked = self._linked(passages) if settings.links and passages else []
         if not passages:
             self.last_details = {"ids": [], "titles": [], "scores": []}
-            return f"No passage matches {query!r}. Try other keywords."
+            return Notice(f"No passage matches {query!r}. Try other keywords.")
         text = self._show(query, passages, scores, linked)
         if boosted is not None:
             self.last_details["title_boost"] = boosted.title
@@ -284,10 +285,10 @@ class LookupTool(_ThreadDetails):
         hits = self._hits(needle)
         self.last_details = {"titles": [session.document_title]}
         if not hits:
-            return f"No sentence in {session.document_title!r} contains {keyword!r}."
+            return Notice(f"No sentence in {session.document_title!r} contains {keyword!r}.")
         position = session.cursors.get(needle, 0)
         if position >= len(hits):
-            return f"No more sentences in {session.document_title!r} contain {keyword!r}."
+            return Notice(f"No more sentences in {session.document_title!r} contain {keyword!r}.")
         session.cursors[needle] = position + 1
         return f"(Result {position + 1} / {len(hits)}) {hits[position]}"
 
@@ -312,7 +313,7 @@ class RetrieveTool(_ThreadDetails):
         match = self.session.titles().best(entity)
         if match is None:
             self.last_details = {"ids": [], "titles": [], "scores": [], "match": None}
-            return f"No document title matches {entity!r}. Try search with other keywords."
+            return Notice(f"No document title matches {entity!r}. Try search with other keywords.")
         passage_id, score, kind = match
         passage = self.session.index.passage(passage_id)
         self.last_details = {
