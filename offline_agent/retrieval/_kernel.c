@@ -474,10 +474,13 @@ static int64_t taat_split(const Term *t, int n, int64_t k, double cnst, double *
 
 #define SPLIT_FROM 131072 /* postings; below, starting a thread (tens of microseconds) costs what it saves */
 
+/* Whether a term-at-a-time search of `total` postings over `n_rows` rows runs on two threads. */
+static inline int splits(int64_t total, int64_t n_rows) { return total >= SPLIT_FROM && n_rows >= 2; }
+
 /* Term at a time, on two threads when there are enough postings to pay for starting one. */
 static int64_t taat_any(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
                         Hit *heap, int64_t total) {
-    if (total >= SPLIT_FROM && n_rows >= 2) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
+    if (splits(total, n_rows)) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
     return taat(t, n, k, cnst, acc, mark, n_rows, heap);
 }
 
@@ -514,7 +517,7 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
     if (how == TAAT && acc) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
     if (how == TAAT_SPLIT && acc) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
     double taat_cost = acc ? (double)total * TAAT_COST * (n_rows > CACHED_ROWS ? UNCACHED : 1.0) : INFINITY;
-    if (total >= SPLIT_FROM && n_rows >= 2) taat_cost /= SPLIT_GAIN;
+    if (splits(total, n_rows)) taat_cost /= SPLIT_GAIN; /* taat_any will start a second thread */
     /* Document at a time reads every impact list at least once (for the bounds, and the seed walks them): on a
        small corpus, where those lists hold most postings, that alone costs more than adding them all up. */
     if (how == AUTO && taat_cost < (double)listed * DAAT_COST * n)
