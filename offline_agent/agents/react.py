@@ -67,7 +67,7 @@ class LoopState(RunState):
     form: AnswerForm | None = None
     next_index: int = 0
     last_turn: Usage = field(default_factory=Usage)  # the token counts of the last step's own model call
-    evidence: bool = True  # whether the last tool result was text the tool found (not a Notice or an error)
+    found: bool = True  # whether the last tool result was text the tool found (ToolResult.evidence)
 
 
 class ReActAgent(Strategy):
@@ -321,7 +321,7 @@ class ReActAgent(Strategy):
         """What happens once the tool has answered: a grounded run reads the Observation (unless the tool failed
         or found nothing, a Notice, or the answer form takes the answer from the question), and the step and its
         Observation join the scratchpad."""
-        if state.grounding is not None and not record.tool_error and state.evidence and self.reads(state):
+        if state.grounding is not None and not record.tool_error and state.found and self.reads(state):
             state.grounding.add(observation)
         state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(record.index))
 
@@ -361,7 +361,7 @@ class ReActAgent(Strategy):
             if earlier is not None and earlier[1] == result.observation:
                 return self.repeat(record, action, earlier[0])
         record.tool_error = result.is_error
-        state.evidence = result.evidence
+        state.found = result.evidence
         if not stateful and not result.is_error:
             state.calls[call] = record.index
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))

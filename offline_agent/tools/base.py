@@ -35,12 +35,17 @@ class Notice(str):
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What one call returned: the observation text, whether it reports a failure, and whether it is text the tool
-    found (not a Notice or an error), which a grounded run may answer from."""
+    """What one call returned: the observation text, whether it reports a failure, and whether it is a Notice."""
 
     observation: str
     is_error: bool = False
-    evidence: bool = True
+    notice: bool = False
+
+    @property
+    def evidence(self) -> bool:
+        """Whether the observation is text the tool found (not a Notice or an error): a grounded run may answer
+        from it."""
+        return not (self.is_error or self.notice)
 
 
 class ToolRegistry:
@@ -87,16 +92,16 @@ class ToolRegistry:
     def run(self, name: str, argument: Any) -> ToolResult:
         """Call a tool; any failure becomes an error Observation instead of an exception."""
         if name not in self._tools:
-            return ToolResult(f"Error: there is no tool {name!r}; tools: {', '.join(self._tools)}.", True, False)
+            return ToolResult(f"Error: there is no tool {name!r}; tools: {', '.join(self._tools)}.", True)
         tool = self._tools[name]
         try:
             if tool.schema is not None:
                 argument = check_json_argument(ToolSpec(name, schema=tool.schema), argument)
             output = tool(argument)
-            return ToolResult(str(output), evidence=not isinstance(output, Notice))
+            return ToolResult(str(output), notice=isinstance(output, Notice))
         except ToolError as exc:
-            return ToolResult(f"Error: {exc}", True, False)
+            return ToolResult(f"Error: {exc}", True)
         except ValueError as exc:
-            return ToolResult(f"Error: bad argument for {name}: {exc}", True, False)
+            return ToolResult(f"Error: bad argument for {name}: {exc}", True)
         except Exception as exc:  # a user's tool must not stop the agent; the error is shown to the model
-            return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True, False)
+            return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True)
