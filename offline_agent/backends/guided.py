@@ -33,6 +33,42 @@ from offline_agent.errors import GrammarError, ModelError
 MATCHERS_KEPT = 64
 
 
+# Text that the grammar engine and the model's own tokenizer must read alike, token for token: the step marks,
+# spaces after words and punctuation, a newline, digits and a letter outside ASCII.
+TOKENIZER_PROBE = "Thought: I need the year.\nAction: search[Émile Zola 1840]\nFinal: yes"
+
+
+def _misread(tokenizer: Any, hf_tokenizer: Any) -> str | None:
+    """None when llguidance's `tokenizer` decodes the probe's tokens to the text `hf_tokenizer` decodes them to,
+    else both readings. transformers 5.17 turned SmolLM2's GGUF (byte-level BPE) into a tokenizer whose decoder
+    chain also holds SentencePiece steps; llguidance then took its tokens for SentencePiece pieces, read "Ġ" as a
+    letter, and the grammar passed "Thought::" as "Thought: " (seen on a GPU machine, every step refused)."""
+    ids = list(hf_tokenizer(TOKENIZER_PROBE, add_special_tokens=False)["input_ids"])
+    ours = tokenizer.decode_str(ids)
+    theirs = hf_tokenizer.decode(ids, clean_up_tokenization_spaces=False)
+    return None if ours == theirs else f"{ours[:40]!r} against {theirs[:40]!r}"
+
+
+def _byte_level(hf_tokenizer: Any, n_vocab: int) -> Any | None:
+    """llguidance's tokenizer for a byte-level BPE vocabulary (its pre-tokenizer is ByteLevel) read with the plain
+    ByteLevel decoder, whatever other decoders the tokenizer file lists; None for any other kind of vocabulary."""
+    import copy
+    import json
+
+    import llguidance
+
+    backend = copy.copy(hf_tokenizer.backend_tokenizer)
+    backend.no_padding()
+    backend.no_truncation()
+    spec = json.loads(backend.to_str())
+    pre = spec.get("pre_tokenizer") or {}
+    kinds = [pre.get("type")] + [p.get("type") for p in pre.get("pretokenizers") or []]
+    if "ByteLevel" not in kinds:
+        return None
+    spec["decoder"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+    return llguidance.LLTokenizer(json.dumps(spec), n_vocab=n_vocab, eos_token=hf_tokenizer.eos_token_id)
+
+
 def _decoder_text(grammar: DecoderGrammar) -> tuple[str, str]:
     """(dialect, text) to hand llguidance: its own Lark form when the grammar has one, else the GBNF."""
     if grammar.llguidance:
@@ -150,8 +186,17 @@ class GrammarCache:
         started = time.perf_counter()
         try:
             tokenizer = llguidance.hf.from_tokenizer(hf_tokenizer, n_vocab=n_vocab)
+            seen = _misread(tokenizer, hf_tokenizer)
+            if seen is not None:
+                tokenizer = _byte_level(hf_tokenizer, n_vocab) or tokenizer
+                seen = _misread(tokenizer, hf_tokenizer)
         except (ValueError, TypeError, AttributeError) as exc:
             raise GrammarError(f"llguidance cannot use this model's tokenizer: {exc}") from exc
+        if seen is not None:
+            raise GrammarError(
+                f"llguidance reads this model's tokens otherwise than its tokenizer does ({seen}); "
+                "the grammar would let through text it does not mean"
+            )
         return cls(tokenizer, n_vocab, time.perf_counter() - started)
 
     def matcher(self, grammar: str | DecoderGrammar) -> Any:
