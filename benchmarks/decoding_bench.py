@@ -15,6 +15,7 @@ after it. Asserts nothing.
 
     python benchmarks/decoding_bench.py speculative [--model NAME] [--limit 4] [--draft-tokens 8]
     python benchmarks/decoding_bench.py parallel [--model NAME] [--limit 8] [--parallel 1,2,4] [--draft-tokens 0]
+                                                 [--gpu-layers 0]
 """
 
 from __future__ import annotations
@@ -118,7 +119,9 @@ def parallel(args: argparse.Namespace) -> int:
     rows = []
     answers: dict[int, list[Any]] = {}
     for n in [int(x) for x in args.parallel.split(",")]:
-        backend = load_backend("llamacpp", args.model, parallel=n, draft_tokens=args.draft_tokens)
+        backend = load_backend(
+            "llamacpp", args.model, parallel=n, draft_tokens=args.draft_tokens, gpu_layers=args.gpu_layers
+        )
         with tempfile.TemporaryDirectory() as folder:
             options = EvalOptions(
                 dataset=args.hotpot,
@@ -126,7 +129,7 @@ def parallel(args: argparse.Namespace) -> int:
                 setting="pooled",
                 limit=args.limit,
                 out=Path(folder) / "run",
-                backend_options=BackendOptions(parallel=n),
+                backend_options=BackendOptions(parallel=n, gpu_layers=args.gpu_layers),
             )
             before = load()
             started = time.perf_counter()
@@ -138,7 +141,10 @@ def parallel(args: argparse.Namespace) -> int:
         print(f"  --parallel {n}: {wall:.0f} s ({before} -> {load()})", file=sys.stderr, flush=True)
         del backend
     first = rows[0]
-    print(f"\n{args.limit} HotpotQA dev questions, pooled; --draft-tokens {args.draft_tokens}")
+    print(
+        f"\n{args.limit} HotpotQA dev questions, pooled; --draft-tokens {args.draft_tokens}; "
+        f"--gpu-layers {args.gpu_layers}"
+    )
     print("| --parallel | seconds | questions/hour | vs first | answers as first | load before -> after |")
     print("|---|---|---|---|---|---|")
     for n, wall, before, after in rows:
@@ -163,6 +169,7 @@ def main() -> int:
     par.add_argument("--limit", type=int, default=8)
     par.add_argument("--parallel", default="1,2,4")
     par.add_argument("--draft-tokens", type=int, default=0)
+    par.add_argument("--gpu-layers", type=int, default=0, help="layers on the GPU (-1: all); needs a GPU build")
     par.add_argument("--hotpot", type=Path, default=HOTPOT)
     par.add_argument("--pool", type=Path, default=POOL)
     args = parser.parse_args()
