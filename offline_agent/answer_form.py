@@ -6,7 +6,9 @@ sentence, and a bridge question with the entity the question itself names ("Gato
 Gator Country guitarist come from?"). The question says which of three forms its answer has:
 
 - `yes_no`: the question opens with an auxiliary verb ("Are both ...", "Did ...", "Were A and B ..."): the answer
-  is `yes` or `no`. When it also offers options ("Is A or B written more for ...?") the options are allowed too.
+  is `yes` or `no`. When it also offers options ("Are both A or B a genus of orchids?") the options are allowed
+  too; when it offers options and compares ("Is A or B written more for ...?", "Was A or B born first?"), it
+  asks which of them, and only the options are (a `choice`, with no yes or no).
 - `choice`: a which/who question that offers options joined by "or" ("Who was born first, A or B?"): the answer
   is one of the options as the question writes it (`choice_options`: the two names around "or" after a comma or
   a colon, or after the comparative word: "Which magazine was started first A or B?"), or with a capital
@@ -179,7 +181,8 @@ def answer_form(question: str) -> AnswerForm:
     offers = _offers_options(question)
     if first in _AUXILIARIES:
         if offers:
-            return AnswerForm("choice", question, yes_no=True, options=choice_options(question) or ())
+            which = compares(question)  # "Is A or B written more for ...?" asks which, not whether
+            return AnswerForm("choice", question, yes_no=not which, options=choice_options(question) or ())
         return AnswerForm("yes_no", question, yes_no=True)
     if first in _CHOOSERS and offers:
         return AnswerForm("choice", question, yes_no=False, options=choice_options(question) or ())

@@ -65,6 +65,23 @@ def test_a_choice_answers_with_its_options_as_the_question_writes_them() -> None
     assert not checker.accepts("Thought: x\nFinal: no\n")  # a which/who choice is not a yes/no question
 
 
+@pytest.mark.parametrize(
+    ("question", "yes_no"),
+    [
+        ("Is Velvetpark or Shape magazine written more for a lesbian readership?", False),  # dev200: gold Velvetpark
+        ("Was Paul Simon or Bob Dylan born first?", False),
+        ("Are both Lygodium or Maxillaria a genus of orchids?", True),  # dev200: gold no
+    ],
+)
+def test_an_auxiliary_question_that_offers_options_asks_which_only_when_it_compares(
+    question: str, yes_no: bool
+) -> None:
+    form = answer_form(question)
+    assert form.kind == "choice" and form.yes_no is yes_no
+    checker = GbnfChecker(build_grammar(SPEC, form.grounding()).gbnf)
+    assert checker.accepts("Thought: x\nFinal: no\n") is yes_no
+
+
 def test_an_open_question_has_no_answer_before_anything_is_read() -> None:
     grounding = answer_form("In which city was Marie Curie born?").grounding()
     assert grounding.is_empty
