@@ -12,7 +12,8 @@ Gator Country guitarist come from?"). The question says which of three forms its
 - `choice`: a which/who question that offers options joined by "or" ("Who was born first, A or B?"): the answer
   is one of the options as the question writes it (`choice_options`: the two names around "or" after a comma or
   a colon, or after the comparative word: "Which magazine was started first A or B?"), or with a capital
-  first letter ("radium" or "Radium"); where the options cannot be told apart, any span of the question.
+  first letter ("radium" or "Radium"); where the options cannot be told apart, any span of the question. "Which
+  of A and B ...?" with two names is a choice too (`which_of_options`).
 - `open`: any other question: the answer is a span of what the searches returned, never of the question alone
   (an open question does not contain its own answer), and never yes/no.
 
@@ -65,6 +66,9 @@ _COMPARING_MORE = re.compile(
     re.IGNORECASE,
 )
 _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
+# "Which of A and B ...?": two named options joined by "and" (A and B each begin with a capital or a digit).
+_WHICH_OF = re.compile(r"^\W*(?:which|who)\s+of\s+([A-Z0-9][^,:?]*?)\s+and\s+([A-Z0-9][^,:?]*?)\s*\?", re.IGNORECASE)
+_NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du", "le"])  # inside a name
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b", re.IGNORECASE)
 _KIND_WORD = r"([^\W\d_]+(?:-[^\W\d_]+)*)"
@@ -186,6 +190,9 @@ def answer_form(question: str) -> AnswerForm:
         return AnswerForm("yes_no", question, yes_no=True)
     if first in _CHOOSERS and offers:
         return AnswerForm("choice", question, yes_no=False, options=choice_options(question) or ())
+    named = which_of_options(question)
+    if named is not None:
+        return AnswerForm("choice", question, yes_no=False, options=named)
     wants = "date" if _WANTS_DATE.search(question) else "number" if _WANTS_NUMBER.search(question) else None
     asks_for = () if wants else _kind_asked(question)
     return AnswerForm(
@@ -301,6 +308,25 @@ def choice_options(question: str) -> tuple[str, str] | None:
             return None
     options = tuple(_bare_option(part) for part in match.groups())
     return (options[0], options[1]) if all(options) and options[0] != options[1] else None
+
+
+def which_of_options(question: str) -> tuple[str, str] | None:
+    """The two options of "Which of A and B VERB ...?" ("Which of Jonny Craig and Pete Doherty has been a member of
+    more bands?": Jonny Craig, Pete Doherty): A is the text between "of" and "and", B the words after "and" up to
+    the first one in lower case (the predicate); each must begin with a capital or a digit ("Which of the films
+    and books ..." offers no names). None when the question has another shape."""
+    match = _WHICH_OF.match(question)
+    if match is None or not (match.group(1)[0].isupper() or match.group(1)[0].isdigit()):
+        return None
+    words = []
+    for word in match.group(2).split():
+        if not (word[0].isupper() or word[0].isdigit() or (words and word.lower() in _NAME_LINKS)):
+            break
+        words.append(word)
+    while words and words[-1].lower() in _NAME_LINKS:
+        words.pop()
+    first, second = _bare_option(match.group(1)), _bare_option(" ".join(words))
+    return (first, second) if first and second and first != second else None
 
 
 def paired_subjects(question: str) -> tuple[str, str, str] | None:

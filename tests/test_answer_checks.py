@@ -14,6 +14,7 @@ from offline_agent.answer_form import (
     in_question,
     paired_subjects,
     shared_subjects,
+    which_of_options,
 )
 from offline_agent.backends import ScriptedBackend
 from offline_agent.compare import comparison, measure, same_year, winner
@@ -80,6 +81,29 @@ def test_an_auxiliary_question_that_offers_options_asks_which_only_when_it_compa
     assert form.kind == "choice" and form.yes_no is yes_no
     checker = GbnfChecker(build_grammar(SPEC, form.grounding()).gbnf)
     assert checker.accepts("Thought: x\nFinal: no\n") is yes_no
+
+
+@pytest.mark.parametrize(
+    ("question", "options"),
+    [
+        ("Which of Jonny Craig and Pete Doherty has been a member of more bands ?", ("Jonny Craig", "Pete Doherty")),
+        ("Who of Marie Curie and Pierre Curie was born in Warsaw?", ("Marie Curie", "Pierre Curie")),
+        (
+            "Which of University of Oxford and Ludwig van Beethoven is older?",
+            ("University of Oxford", "Ludwig van Beethoven"),
+        ),
+        ("Which of the films and books came first?", None),  # no names: stays open
+        ("Which of Tara Strong major voice role in animated series is a series?", None),  # no "and"
+    ],
+)
+def test_which_of_two_names_joined_by_and_is_a_choice(question: str, options: tuple[str, str] | None) -> None:
+    form = answer_form(question)
+    assert which_of_options(question) == options
+    assert form.kind == ("choice" if options else "open") and not form.yes_no
+    if options:
+        checker = GbnfChecker(build_grammar(SPEC, form.grounding()).gbnf)
+        assert checker.accepts(f"Thought: x\nFinal: {options[1]}\n")
+        assert not checker.accepts("Thought: x\nFinal: 6\n")
 
 
 def test_an_open_question_has_no_answer_before_anything_is_read() -> None:
