@@ -321,3 +321,25 @@ def test_unknown_grammar_engine(small_model_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="unknown grammar engine"):
         LlamaCppBackend(small_model_path, grammar_engine="regex")
+
+
+def test_gpu_layers_on_a_build_without_a_gpu_is_one_clear_error(small_model_path: Path, isolated_home: Path) -> None:
+    """llama.cpp built for the CPU loads every layer there without a word; asking for the GPU says so instead."""
+    import llama_cpp
+
+    from offline_agent.backends.llamacpp import LlamaCppBackend
+    from offline_agent.errors import ConfigError
+
+    if llama_cpp.llama_supports_gpu_offload():
+        pytest.skip("this llama-cpp-python build has GPU support")
+    with pytest.raises(ConfigError, match="--gpu-layers -1: this llama-cpp-python build cannot use a GPU"):
+        LlamaCppBackend(small_model_path, gpu_layers=-1)
+    result = subprocess.run(
+        [sys.executable, "-m", "offline_agent.cli", "ask", "Who?", "--model", str(small_model_path)],
+        capture_output=True,
+        text=True,
+        env={**cli_env(isolated_home), "OFFLINE_AGENT_GPU_LAYERS": "20"},
+        timeout=120,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --gpu-layers 20: this llama-cpp-python build")

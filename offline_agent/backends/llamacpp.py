@@ -114,6 +114,12 @@ class LlamaCppBackend:
         if grammar_engine not in GRAMMAR_ENGINES:
             raise ConfigError(f"unknown grammar engine {grammar_engine!r}; choose from {sorted(GRAMMAR_ENGINES)}")
         llama_cpp = _import_llama_cpp()
+        if gpu_layers != 0 and not llama_cpp.llama_supports_gpu_offload():
+            # llama.cpp would load every layer on the CPU without a word: a user who asked for the GPU must know.
+            raise ConfigError(
+                f"--gpu-layers {gpu_layers}: this llama-cpp-python build cannot use a GPU (it was built for the CPU); "
+                "rebuild it for your GPU (README, GPU) or leave --gpu-layers at 0"
+            )
         path = Path(model_path)
         if not path.is_file():
             raise ModelError(f"model file not found: {path}")
