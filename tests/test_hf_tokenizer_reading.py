@@ -8,6 +8,7 @@ for SentencePiece pieces, read the byte-level space "Ġ" as a letter, and every 
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,28 @@ def test_a_tokenizer_it_cannot_read_is_one_clear_error(misleading_tokenizer, mon
     with pytest.raises(GrammarError, match="reads this model's tokens otherwise") as caught:
         GrammarCache.from_hf_tokenizer(misleading_tokenizer, n_vocab(misleading_tokenizer))
     assert "\n" not in str(caught.value)
+
+
+def test_a_sentencepiece_tokenizer_is_read_as_it_is() -> None:
+    """A SentencePiece vocabulary (Llama, Mistral): "▁" for a space, bytes as <0xNN>, and a decoder that strips the
+    space the pre-tokenizer put before the text. llguidance reads it right, up to that first space; no repair, no
+    refusal."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({f"<0x{byte:02X}>": 3 + byte for byte in range(256)})
+    for piece in ["▁", *string.ascii_letters, *string.digits, *string.punctuation]:
+        vocab.setdefault(piece, len(vocab))
+    model = models.BPE(vocab=vocab, merges=[], unk_token="<unk>", byte_fallback=True)
+    backend = Tokenizer(model)
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    backend.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
+    )
+    ids = tokenizer(guided.TOKENIZER_PROBE, add_special_tokens=False)["input_ids"]
+    assert tokenizer.decode(ids) == guided.TOKENIZER_PROBE and "<0xC3>" in tokenizer.convert_ids_to_tokens(ids)
+    cache = GrammarCache.from_hf_tokenizer(tokenizer, len(vocab))
+    assert guided._misread(cache.tokenizer, tokenizer) is None
