@@ -66,7 +66,7 @@ _COMPARING_MORE = re.compile(
     re.IGNORECASE,
 )
 _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
-# "Which of A and B ...?": two named options joined by "and" (A and B each begin with a capital or a digit).
+# "Which of A and B ...?": two options joined by "and" (which_of_options keeps them only when each is a name).
 _WHICH_OF = re.compile(r"^\W*(?:which|who)\s+of\s+([A-Z0-9][^,:?]*?)\s+and\s+([A-Z0-9][^,:?]*?)\s*\?", re.IGNORECASE)
 _NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du", "le"])  # inside a name
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
