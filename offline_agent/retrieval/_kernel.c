@@ -13,8 +13,8 @@ the top k are ordered by that float32 score descending, then id ascending.
 How, two ways, chosen per query by a cost estimate (`search`):
 - Term at a time (`taat`): every posting's weight is added into a scratch array, then the touched passages go
   through a heap of k, one block of BLOCK_ROWS rows at a time so the block's scratch stays in cache (at 1M rows,
-  a tenth faster than the whole array at once). A few nanoseconds a posting; the way for queries whose terms are
-  all frequent.
+  a tenth faster than the whole array at once). Under 2 ns a posting; the way for queries whose terms are all
+  frequent.
 - Document at a time with MaxScore (Turtle and Flood 1995; `daat`): every query term has an upper bound, its
   largest weight times its count. Once k hits are kept, the k-th score is a threshold, and the terms whose
   bounds together stay below it cannot bring a passage into the top k on their own: passages are enumerated
@@ -23,8 +23,8 @@ How, two ways, chosen per query by a cost estimate (`search`):
   passages apart (the impact list, postings.py) and a bound on all its others (its tail), so it is split in
   two: its best passages, walked on their own once the tail is too small to matter, and the rest, looked up.
   Before the walk, a threshold is seeded from the impact lists alone (`seed`), so pruning starts at once.
-A term-at-a-time search of more than SPLIT_FROM postings runs on two threads (`taat_split`), one per half of
-the rows: each adds the postings of its own rows, so every sum is added in the same order as on one thread.
+A term-at-a-time search with enough postings to pay for a thread (`splits`) runs on two (`taat_split`), one per
+half of the rows: each adds the postings of its own rows, so every sum is added in the same order as on one thread.
 Passages are visited in ascending id, so a passage that only ties the k-th kept score never displaces it (the
 kept one has the smaller id); a seeded threshold is lowered by a float32 step so that ties with it are kept.
 */
@@ -45,6 +45,7 @@ kept one has the smaller id); a seeded threshold is lowered by a float32 step so
 #define BLOCK_ROWS 16384 /* rows of acc and mark (9 bytes each) one block of term-at-a-time scoring covers */
 #endif
 #define END INT64_MAX
+#define SCAN_ROWS 16 /* rows a term-at-a-time scan passes over at once when none of them can be taken */
 
 typedef struct {
     const int32_t *docs; /* the term's postings: passage ids ascending, and their weights */
@@ -356,55 +357,119 @@ static double seed(const Term *t, int n, int64_t k, double cnst, Hit *heap, int6
 
 /* ---- term at a time -------------------------------------------------------------------------------------- */
 
+/* Whether passage d is in any of the terms' postings: how a row of a dense block, which keeps no mark, is
+   known to be touched when its sum is exactly 0 (weights of 0, or of opposite signs: rare, so no cursors). */
+static int listed_in(const Term *t, int n, int64_t d) {
+    for (int i = 0; i < n; i++) {
+        int64_t p = gallop(t[i].docs, 0, t[i].n, d);
+        if (p < t[i].n && t[i].docs[p] == d) return 1;
+    }
+    return 0;
+}
+
+static inline int touched(const Term *t, int n, const double *acc, int64_t d) {
+    return acc[d] != 0.0 || listed_in(t, n, d);
+}
+
+/* Offers the touched rows lo <= d < hi that score above the k-th of a full heap of k (rows come in ascending
+   id, so one that only ties it never displaces it). The score test comes first: it is rarely true, so its
+   branch is predicted, where whether a row was touched (about as often as not) is not. */
+static inline void take_above(const Term *t, int n, const double *acc, double cnst, int64_t lo, int64_t hi,
+                              Hit *heap, int64_t k) {
+    int64_t kept = k;
+    for (int64_t d = lo; d < hi; d++) {
+        float s = (float)(acc[d] + cnst);
+        if (s > heap[0].score && touched(t, n, acc, d)) offer(heap, &kept, k, (Hit){s, (int32_t)d});
+    }
+}
+
+/* The touched rows of a dense block (a quarter of its rows or more) into the heap; acc's rows are zeroed.
+   `from`: each term's first posting in the block. Until k are kept every row is looked at, and one whose sum is
+   0 is looked up in the postings from cursors that only move forward. */
+static void take_dense(const Term *t, int n, int64_t k, double cnst, double *acc, const int64_t *from, int64_t lo,
+                       int64_t hi, Hit *heap, int64_t *kept) {
+    int64_t at[MAX_TERMS], d = lo;
+    memcpy(at, from, sizeof(int64_t) * (size_t)n);
+    for (; d < hi && *kept < k; d++) {
+        int hit = acc[d] != 0.0;
+        for (int i = 0; i < n && !hit; i++) {
+            at[i] = gallop(t[i].docs, at[i], t[i].n, d);
+            hit = at[i] < t[i].n && t[i].docs[at[i]] == d;
+        }
+        if (hit) offer(heap, kept, k, (Hit){(float)(acc[d] + cnst), (int32_t)d});
+    }
+    if (*kept == k) {
+        for (; d + SCAN_ROWS <= hi; d += SCAN_ROWS) {
+            /* Rounding is monotonic, so the group's largest sum says whether any of its rows can be taken:
+               most groups are passed over on this one test. */
+            double a = acc[d], b = acc[d + 1];
+            for (int64_t e = d + 2; e < d + SCAN_ROWS; e += 2) {
+                a = acc[e] > a ? acc[e] : a;
+                b = acc[e + 1] > b ? acc[e + 1] : b;
+            }
+            if ((float)((a > b ? a : b) + cnst) > heap[0].score)
+                take_above(t, n, acc, cnst, d, d + SCAN_ROWS, heap, k);
+        }
+        take_above(t, n, acc, cnst, d, hi, heap, k);
+    }
+    memset(acc + lo, 0, sizeof(double) * (size_t)(hi - lo));
+}
+
+/* The touched rows of a sparse block into the heap, found again through the postings; acc and mark are zeroed
+   behind them. Passages come in term order here, so a tie with the k-th kept may still displace it (offer
+   decides), and a row met again (its mark cleared) is not offered twice. */
+static void take_sparse(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark,
+                        const int64_t *from, const int64_t *to, int64_t lo, int64_t hi, Hit *heap, int64_t *kept) {
+    uint64_t span = (uint64_t)(hi - lo);
+    for (int i = 0; i < n; i++) {
+        for (int64_t j = from[i]; j < to[i]; j++) {
+            int64_t d = t[i].docs[j];
+            if ((uint64_t)(d - lo) >= span) continue;
+            Hit h = {(float)(acc[d] + cnst), (int32_t)d};
+            if ((*kept < k || h.score >= heap[0].score) && mark[d]) offer(heap, kept, k, h);
+            acc[d] = 0.0;
+            mark[d] = 0;
+        }
+    }
+}
+
 /* Every posting's weight added into acc (ascending term id: the numpy path's order), then the best k of the
    touched passages; only rows lo <= d < hi (each term's postings for them, `t`, and the rows scanned). acc and
    mark (one per row) come in zeroed and are left zeroed. The rows go BLOCK_ROWS at a time (every term's
-   postings for a block, then the block's touched rows into the heap), so the block's part of acc and mark stays
-   in the core's cache while every term adds into it: a passage's terms still add up in ascending term id. */
+   postings for a block, then the block's touched rows into the heap), so the block's part of acc stays in the
+   core's cache while every term adds into it: a passage's terms still add up in ascending term id. A block
+   whose postings touch few of its rows marks them, and finds them again through the postings; a dense one
+   keeps no marks (a store per posting saved) and scans its rows. */
 static int64_t taat_rows(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t lo,
                          int64_t hi, Hit *heap) {
-    int64_t pos[MAX_TERMS] = {0};
+    int64_t pos[MAX_TERMS] = {0}, next[MAX_TERMS];
     int64_t kept = 0;
     for (int64_t blo = lo; blo < hi; blo += BLOCK_ROWS) {
         int64_t bhi = hi - blo > BLOCK_ROWS ? blo + BLOCK_ROWS : hi;
         uint64_t span = (uint64_t)(bhi - blo);
         /* The last block takes every posting left, so an id past the rows (corrupt) is skipped, not a stop. */
-        int64_t stop = bhi == hi ? END : bhi;
-        int64_t total = 0, next[MAX_TERMS];
+        int64_t total = 0;
+        for (int i = 0; i < n; i++) {
+            next[i] = bhi == hi ? t[i].n : gallop(t[i].docs, pos[i], t[i].n, bhi);
+            total += next[i] - pos[i];
+        }
+        int dense = total * 4 > bhi - blo;
+        uint8_t *marks = dense ? NULL : mark;
         for (int i = 0; i < n; i++) {
             const int32_t *docs = t[i].docs;
             const float *w = t[i].w;
             double m = t[i].mult;
-            int64_t j = pos[i], end = t[i].n;
-            for (; j < end && docs[j] < stop; j++) {
+            for (int64_t j = pos[i]; j < next[i]; j++) {
                 int64_t d = docs[j];
                 if ((uint64_t)(d - blo) >= span) continue; /* a corrupt id: never write outside these rows */
                 acc[d] += (double)w[j] * m;
-                mark[d] = 1;
-            }
-            total += j - pos[i];
-            next[i] = j;
-        }
-        if (total * 4 > bhi - blo) {
-            for (int64_t d = blo; d < bhi; d++) {
-                if (!mark[d]) continue;
-                Hit h = {(float)(acc[d] + cnst), (int32_t)d};
-                offer(heap, &kept, k, h);
-                acc[d] = 0.0;
-                mark[d] = 0;
-            }
-        } else {
-            for (int i = 0; i < n; i++) {
-                for (int64_t j = pos[i]; j < next[i]; j++) {
-                    int64_t d = t[i].docs[j];
-                    if ((uint64_t)(d - blo) >= span || !mark[d]) continue;
-                    Hit h = {(float)(acc[d] + cnst), (int32_t)d};
-                    offer(heap, &kept, k, h);
-                    acc[d] = 0.0;
-                    mark[d] = 0;
-                }
+                if (marks) marks[d] = 1;
             }
         }
+        if (dense)
+            take_dense(t, n, k, cnst, acc, pos, blo, bhi, heap, &kept);
+        else
+            take_sparse(t, n, k, cnst, acc, mark, pos, next, blo, bhi, heap, &kept);
         memcpy(pos, next, sizeof(int64_t) * (size_t)n);
     }
     return kept;
@@ -472,10 +537,18 @@ static int64_t taat_split(const Term *t, int n, int64_t k, double cnst, double *
     return kept;
 }
 
-#define SPLIT_FROM 131072 /* postings; below, starting a thread (tens of microseconds) costs what it saves */
+/* Starting the second thread costs about 0.1 ms here (measured: the intercept of taat_split's times against
+   one thread's), and on rows that fit the caches the two threads add no faster than one (100k rows: 1.2-1.5x
+   slower up to 500k postings). Beyond the caches each thread's half stays closer to its core: at 1M rows two
+   threads pay from about 50k postings (0.87x the time of one at 50k-100k, 0.64-0.77x beyond). */
+#define SPLIT_FROM 65536    /* postings, on rows beyond SPLIT_ROWS */
+#define SPLIT_ROWS 262144   /* rows */
+#define SPLIT_ALWAYS 524288 /* postings: enough work to pay for the thread on rows of any number */
 
 /* Whether a term-at-a-time search of `total` postings over `n_rows` rows runs on two threads. */
-static inline int splits(int64_t total, int64_t n_rows) { return total >= SPLIT_FROM && n_rows >= 2; }
+static inline int splits(int64_t total, int64_t n_rows) {
+    return n_rows >= 2 && (total >= SPLIT_ALWAYS || (total >= SPLIT_FROM && n_rows >= SPLIT_ROWS));
+}
 
 /* Term at a time, on two threads when there are enough postings to pay for starting one. */
 static int64_t taat_any(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
@@ -489,14 +562,15 @@ static int64_t taat_any(const Term *t, int n, int64_t k, double cnst, double *ac
 enum { AUTO, DAAT, SEEDED_DAAT, TAAT, TAAT_SPLIT }; /* how to search: tests force each one */
 
 /* Costs per posting, relative, as measured on 2 cores (AMD EPYC, AVX2; synthetic Zipf text at 10k, 100k and 1M
-   passages, every way timed on the same queries): TAAT adds each posting and reads each touched row back, 2.4-3.6
-   ns a posting; DAAT steps every walked list at each passage it visits, 3.7-6.3 ns per posting and walked list; a
+   passages, every way timed on the same queries): TAAT adds each posting and then passes over the rows, 1.4-1.8 ns
+   a posting (2.4-3.6 ns before its row scan was made branch-predictable and dense blocks stopped marking rows);
+   DAAT steps every walked list at each passage it visits, 3.7-6.3 ns per posting and walked list; a
    scratch array beyond the caches makes TAAT's writes misses, about 1.3x (3x was a guess, and chose DAAT for
    8-term queries of frequent words at 1M, 2.4x slower than TAAT). The seed costs more than its lists' length
    suggests: on 8-term queries of frequent words, at 100k rows, seeding and then choosing TAAT anyway took 1.8 ms
    where TAAT alone took 0.8; hence SEED_COST per impact posting and term squared, and more beyond the caches
    (fitted on the same queries, 1-, 3- and 8-term, at 100k and 1M). */
-#define TAAT_COST 1.0
+#define TAAT_COST 0.4      /* one unit is about 4 ns */
 #define DAAT_COST 1.25     /* per walked posting and walked list */
 #define UNCACHED 1.3       /* TAAT's cost beyond CACHED_ROWS */
 #define CACHED_ROWS 131072 /* rows whose scratch (9 bytes each) stays in a core's cache */

@@ -126,6 +126,22 @@ def test_term_at_a_time_equals_numpy_across_row_blocks(way: str) -> None:
 
 
 @needs_kernel
+@pytest.mark.parametrize(("variant", "eps"), [("okapi", 0.0), ("okapi", -0.5), ("plus", -0.5)])
+def test_passages_whose_sum_is_zero_or_below_the_constant_across_row_blocks(variant: str, eps: float) -> None:
+    # A dense block keeps no marks: a touched row is one whose sum is not 0, or one listed in the postings. "a" is
+    # in 60% of 40,000 passages, so Okapi's floor gives it a weight of 0 (eps 0) or below 0 (eps < 0): its
+    # passages are hits all the same, and BM25+'s constant makes an untouched row outscore a touched one.
+    rng = np.random.default_rng(8)
+    corpus = [["a"] * int(rng.random() < 0.6) + ["b"] * int(rng.random() < 0.01) + ["c"] for _ in range(40_000)]
+    index = BM25Index.from_tokens(corpus, variant=variant, epsilon=eps)
+    for q in (["a"], ["a", "b"], ["b", "a", "a"]):
+        for k in (5, 500, 5_000):
+            expected = _numpy(index, q, k)
+            for way in WAYS:
+                assert _kernel(index, q, k, way) == expected, (q, k, way)
+
+
+@needs_kernel
 def test_ties_keep_id_order_across_the_threshold() -> None:
     # 500 identical passages tie on every query; the threshold seeded from the impact lists must not drop
     # the lower ids that tie with the k-th score.
