@@ -126,13 +126,17 @@ def test_term_at_a_time_equals_numpy_across_row_blocks(way: str) -> None:
 
 
 @needs_kernel
-@pytest.mark.parametrize(("variant", "eps"), [("okapi", 0.0), ("okapi", -0.5), ("plus", -0.5)])
-def test_passages_whose_sum_is_zero_or_below_the_constant_across_row_blocks(variant: str, eps: float) -> None:
+@pytest.mark.parametrize(("variant", "eps"), [("okapi", 0.0), ("okapi", -0.5), ("plus", 0.25)])
+def test_passages_whose_sum_is_zero_or_negative_across_row_blocks(variant: str, eps: float) -> None:
     # A dense block keeps no marks: a touched row is one whose sum is not 0, or one listed in the postings. "a" is
-    # in 60% of 40,000 passages, so Okapi's floor gives it a weight of 0 (eps 0) or below 0 (eps < 0): its
-    # passages are hits all the same, and BM25+'s constant makes an untouched row outscore a touched one.
+    # in 60% of 40,000 passages and each passage has a rare word, so the average idf is positive and Okapi's
+    # floor gives "a" a weight of 0 (eps 0) or below 0 (eps -0.5). Its passages are hits all the same, and with
+    # negative weights an untouched row (sum 0) scores above every hit yet must not be one. BM25+ (weights above
+    # 0, a constant) for contrast.
     rng = np.random.default_rng(8)
-    corpus = [["a"] * int(rng.random() < 0.6) + ["b"] * int(rng.random() < 0.01) + ["c"] for _ in range(40_000)]
+    corpus = [
+        ["a"] * int(rng.random() < 0.6) + ["b"] * int(rng.random() < 0.01) + [f"u{i % 4000}"] for i in range(40_000)
+    ]
     index = BM25Index.from_tokens(corpus, variant=variant, epsilon=eps)
     for q in (["a"], ["a", "b"], ["b", "a", "a"]):
         for k in (5, 500, 5_000):
@@ -225,3 +229,20 @@ def test_a_sum_that_rounds_up_to_the_threshold_still_ties(way: str) -> None:
     args = (docs, w, offsets, *no_impact, [0, 1, 2], [1, 1, 1], 1, 0.0, True, WAYS[way], *scratch, ids, scores)
     assert kernel.KERNEL.top_k(*args) == 1
     assert ids.tolist() == [0] and scores.tolist() == [1.0]
+
+
+@needs_kernel
+@pytest.mark.parametrize("way", list(WAYS))
+def test_a_touched_row_whose_weights_cancel_is_a_hit_and_an_untouched_row_is_not(way: str) -> None:
+    # Rows 0-99 hold term 0 (weight -1), row 50 also term 1 (+1): its sum is exactly 0, the best, and it is a hit.
+    # Rows 100-199 hold neither: their sum is 0 too, above every other hit, and none of them is one.
+    docs = np.array([*range(100), 50], np.int32)
+    w = np.array([-1.0] * 100 + [1.0], np.float32)
+    offsets = np.array([0, 100, 101], np.int64)
+    no_impact = np.zeros(3, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(2, np.float32)
+    ids, scores = np.empty(2, np.int64), np.empty(2, np.float32)
+    scratch = np.zeros(200, np.float64), np.zeros(200, np.uint8)
+    args = (docs, w, offsets, *no_impact, [0, 1], [1, 1], 2, 0.0, False, WAYS[way], *scratch, ids, scores)
+    assert kernel.KERNEL.top_k(*args) == 2
+    assert ids.tolist() == [50, 0] and scores.tolist() == [0.0, -1.0]
+    assert not scratch[0].any() and not scratch[1].any()
