@@ -357,18 +357,11 @@ static double seed(const Term *t, int n, int64_t k, double cnst, Hit *heap, int6
 
 /* ---- term at a time -------------------------------------------------------------------------------------- */
 
-/* Whether passage d is in any of the terms' postings: how a row of a dense block, which keeps no mark, is
-   known to be touched when its sum is exactly 0 (weights of 0, or of opposite signs: rare, so no cursors). */
-static int listed_in(const Term *t, int n, int64_t d) {
-    for (int i = 0; i < n; i++) {
-        int64_t p = gallop(t[i].docs, 0, t[i].n, d);
-        if (p < t[i].n && t[i].docs[p] == d) return 1;
-    }
-    return 0;
-}
-
+/* Whether row d was touched: its sum is not 0, or (weights of 0, or of opposite signs; rare, so no cursors) it is
+   in one of the terms' postings. A row of a dense block keeps no mark. */
 static inline int touched(const Term *t, int n, const double *acc, int64_t d) {
-    return acc[d] != 0.0 || listed_in(t, n, d);
+    float unused;
+    return acc[d] != 0.0 || exact_score(t, n, 0.0, (int32_t)d, &unused);
 }
 
 /* Offers the touched rows lo <= d < hi that score above the k-th of a full heap of k (rows come in ascending
