@@ -23,8 +23,9 @@ How, two ways, chosen per query by a cost estimate (`search`):
   passages apart (the impact list, postings.py) and a bound on all its others (its tail), so it is split in
   two: its best passages, walked on their own once the tail is too small to matter, and the rest, looked up.
   Before the walk, a threshold is seeded from the impact lists alone (`seed`), so pruning starts at once.
-A term-at-a-time search with enough postings to pay for a thread (`splits`) runs on two (`taat_split`), one per
-half of the rows: each adds the postings of its own rows, so every sum is added in the same order as on one thread.
+A term-at-a-time search with enough postings (`split`) runs on two threads (`taat_split`), one per half of the
+rows: each adds the postings of its own rows, so every sum is added in the same order as on one thread. The second
+is a helper thread kept between searches, which watches for work a moment after each one (see `helper`).
 Passages are visited in ascending id, so a passage that only ties the k-th kept score never displaces it (the
 kept one has the smaller id); a seeded threshold is lowered by a float32 step so that ties with it are kept.
 */
@@ -32,9 +33,11 @@ kept one has the smaller id); a seeded threshold is lowered by a float32 step so
 #include <Python.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define KERNEL_VERSION 1
 #ifndef SOURCE_SHA256 /* set by the build (hatch_build.py): kernel.py ignores a module built from other source */
@@ -502,12 +505,134 @@ static int64_t lower_bound(const int32_t *a, int64_t n, int64_t x) {
     return lo;
 }
 
+/* The helper: one thread kept for the second half of split searches, so that a search in a burst of them hands
+   its rows over instead of starting a thread (about 0.1 ms here). Waking a sleeping thread costs about as much
+   on this virtual machine (10 us when its core was busy 50 us before, 30-40 us after a millisecond, 90 us after
+   ten), so after each search the helper watches for the next one for SPIN_NS before it sleeps, as a search
+   watches for the helper's half: a handover between two watching cores takes 0.3 us.
+   - A search that comes within BURST_NS of the last but finds the helper asleep runs without it and wakes it
+     (`helper_nudge`, which starts it the first time), so that the searches after it find it watching.
+   - A search that finds it asleep or taken by another runs on one thread, or starts a thread of its own when it
+     has enough postings to pay for one (`pays_start`).
+   - A forked child has no copy of the helper (only the forking thread survives a fork): it forgets it
+     (`helper_forget`, at fork) and starts its own.
+   Each side stores its flag and then reads the other's (sequentially consistent atomics), so a sleeper is
+   always woken. */
+#define SPIN_NS 200000 /* how long either side watches before it sleeps */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    Rows *_Atomic job;   /* the rows handed over, or NULL once they are done */
+    atomic_int sleeping; /* how many of the two wait on cv */
+    atomic_int taken;    /* a search is using the helper */
+    atomic_int started;  /* the helper exists in this process */
+    atomic_int forks;    /* a forked child forgets the helper (helper_forget): without that, none is used */
+} helper = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0};
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One turn of a watching loop: on x86 a pause, which leaves a core's other hardware thread (if it has one) its
+   share and spares power. */
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Waits until helper.job is set (busy) or clear (!busy): watching for SPIN_NS, then asleep on cv, then
+   watching again after any wake-up (a nudge wakes the helper with no job). */
+static void helper_await(int busy) {
+    for (;;) {
+        int64_t since = now_ns();
+        for (int i = 1; (atomic_load(&helper.job) != NULL) != busy; i++) {
+            relax();
+            if (i % 256 == 0 && now_ns() - since > SPIN_NS) break;
+        }
+        if ((atomic_load(&helper.job) != NULL) == busy) return;
+        pthread_mutex_lock(&helper.mu);
+        atomic_fetch_add(&helper.sleeping, 1);
+        if ((atomic_load(&helper.job) != NULL) != busy) pthread_cond_wait(&helper.cv, &helper.mu);
+        atomic_fetch_sub(&helper.sleeping, 1);
+        pthread_mutex_unlock(&helper.mu);
+    }
+}
+
+/* Wakes whoever sleeps on cv. */
+static void helper_wake(void) {
+    if (atomic_load(&helper.sleeping)) {
+        pthread_mutex_lock(&helper.mu);
+        pthread_cond_broadcast(&helper.cv);
+        pthread_mutex_unlock(&helper.mu);
+    }
+}
+
+static void *helper_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        helper_await(1);
+        rows_main(atomic_load(&helper.job));
+        atomic_store(&helper.job, NULL);
+        helper_wake();
+    }
+    return NULL;
+}
+
+/* Takes the helper for one search, starting it the first time; 0 when another search has it or it cannot
+   start. */
+static int helper_take(void) {
+    int free = 0;
+    if (!atomic_load(&helper.forks) || !atomic_compare_exchange_strong(&helper.taken, &free, 1)) return 0;
+    if (!atomic_load(&helper.started)) {
+        pthread_t thread;
+        pthread_attr_t attr;
+        int ok = pthread_attr_init(&attr) == 0;
+        if (ok) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            ok = pthread_create(&thread, &attr, helper_main, NULL) == 0;
+            pthread_attr_destroy(&attr);
+        }
+        if (!ok) {
+            atomic_store(&helper.taken, 0);
+            return 0;
+        }
+        atomic_store(&helper.started, 1);
+    }
+    return 1;
+}
+
+/* Whether the helper is free and watching now: handing it rows costs a microsecond, not a wake-up. */
+static int helper_watching(void) {
+    return atomic_load(&helper.started) && !atomic_load(&helper.taken) && !atomic_load(&helper.sleeping);
+}
+
+/* Wakes the helper with no job (starting it the first time), so that it watches for the next search. */
+static void helper_nudge(void) {
+    if (helper_take()) {
+        helper_wake();
+        atomic_store(&helper.taken, 0);
+    }
+}
+
+/* In a forked child: no helper thread, and its lock as if new (the fork may have caught it held). */
+static void helper_forget(void) {
+    pthread_mutex_init(&helper.mu, NULL);
+    pthread_cond_init(&helper.cv, NULL);
+    atomic_store(&helper.job, NULL);
+    atomic_store(&helper.sleeping, 0);
+    atomic_store(&helper.taken, 0);
+    atomic_store(&helper.started, 0);
+}
+
 /* taat on two threads: each adds the postings of its half of the rows (every list is sorted by passage id, so
    a binary search splits it) into its own rows of acc, in the same term order, so every sum is the one a single
-   thread makes; the two heaps of k then merge into one (heap must hold 2k hits). Falls back to one thread when
-   a thread cannot start. */
+   thread makes; the two heaps of k then merge into one (heap must hold 2k hits). The second half goes to the
+   helper if `handover` and it is free, else to a thread of its own if `may_start`, else one thread does both. */
 static int64_t taat_split(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
-                          Hit *heap) {
+                          Hit *heap, int handover, int may_start) {
     Term half[2][MAX_TERMS];
     int64_t mid = n_rows / 2;
     for (int i = 0; i < n; i++) {
@@ -522,32 +647,69 @@ static int64_t taat_split(const Term *t, int n, int64_t k, double cnst, double *
     Rows r[2] = {{half[0], n, k, cnst, acc, mark, 0, mid, heap, 0},
                  {half[1], n, k, cnst, acc, mark, mid, n_rows, heap + k, 0}};
     pthread_t other;
-    if (pthread_create(&other, NULL, rows_main, &r[1]) != 0) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
-    rows_main(&r[0]);
-    pthread_join(other, NULL);
+    if (handover && helper_take()) {
+        atomic_store(&helper.job, &r[1]);
+        helper_wake();
+        rows_main(&r[0]);
+        helper_await(0);
+        atomic_store(&helper.taken, 0);
+    } else if (may_start && pthread_create(&other, NULL, rows_main, &r[1]) == 0) {
+        rows_main(&r[0]);
+        pthread_join(other, NULL);
+    } else {
+        return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    }
     int64_t kept = r[0].kept;
     for (int64_t i = 0; i < r[1].kept; i++) offer(heap, &kept, k, heap[k + i]);
     return kept;
 }
 
-/* Starting the second thread costs about 0.1 ms here (measured: the intercept of taat_split's times against
-   one thread's), and on rows that fit the caches the two threads add no faster than one (100k rows: 1.2-1.5x
-   slower up to 500k postings). Beyond the caches each thread's half stays closer to its core: at 1M rows two
-   threads pay from about 50k postings (0.87x the time of one at 50k-100k, 0.64-0.77x beyond). */
-#define SPLIT_FROM 65536    /* postings, on rows beyond SPLIT_ROWS */
+/* When two threads pay, measured on 2 cores (AMD EPYC under a hypervisor), the time of a search split in two
+   against one thread's:
+   - Handed to a watching helper, from a few thousand postings: 0.7x at 100k rows, 0.8x at 10k.
+   - Starting a thread (or waking the helper from its sleep) costs about 0.1 ms, and on rows that fit the caches
+     the two threads then add no faster than one (100k rows: 1.2-1.5x slower up to 500k postings). Beyond the
+     caches each thread's half stays closer to its core: at 1M rows two threads pay from about 50k postings
+     (0.87x the time of one at 50k-100k, 0.64-0.77x beyond).
+   A search after a pause (a person's question, an agent's step) finds the helper asleep. Waking it there, to
+   watch for searches that may never come, cost such searches about 2% (100k rows, 20 ms apart) and spends
+   SPIN_NS of the other core, where llama.cpp may be about to run. So only a search that follows another within
+   BURST_NS wakes it. */
+#define SPLIT_WATCHED 4096  /* postings, with the helper watching */
+#define SPLIT_FROM 65536    /* postings, on rows beyond SPLIT_ROWS, starting a thread */
 #define SPLIT_ROWS 262144   /* rows */
-#define SPLIT_ALWAYS 524288 /* postings: enough work to pay for the thread on rows of any number */
+#define SPLIT_ALWAYS 524288 /* postings: enough work to pay for starting a thread on rows of any number */
+#define BURST_NS 1000000    /* a search that ends within this of the next is one of a burst */
 
-/* Whether a term-at-a-time search of `total` postings over `n_rows` rows runs on two threads. */
-static inline int splits(int64_t total, int64_t n_rows) {
+/* Whether a term-at-a-time search of `total` postings over `n_rows` rows pays for starting a thread. */
+static inline int pays_start(int64_t total, int64_t n_rows) {
     return n_rows >= 2 && (total >= SPLIT_ALWAYS || (total >= SPLIT_FROM && n_rows >= SPLIT_ROWS));
 }
 
-/* Term at a time, on two threads when there are enough postings to pay for starting one. */
+enum { ONE_THREAD, HANDOVER, START }; /* how a term-at-a-time search runs (`split`) */
+
+/* How a term-at-a-time search of `total` postings over `n_rows` rows runs now: handed over in part to a watching
+   helper, on a thread of its own as well, or on one. */
+static int split(int64_t total, int64_t n_rows) {
+    if (n_rows >= 2 && total >= SPLIT_WATCHED && helper_watching()) return HANDOVER;
+    return pays_start(total, n_rows) ? START : ONE_THREAD;
+}
+
+/* Term at a time as `split` says. One that the helper would have sped up, in a burst of searches, wakes it to
+   watch for the next one. */
 static int64_t taat_any(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
-                        Hit *heap, int64_t total) {
-    if (splits(total, n_rows)) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
-    return taat(t, n, k, cnst, acc, mark, n_rows, heap);
+                        Hit *heap, int64_t total, int threads) {
+    static _Atomic int64_t last_end = 0; /* when the last search that could use the helper ended */
+    int64_t kept, start = now_ns();
+    if (threads == ONE_THREAD)
+        kept = taat(t, n, k, cnst, acc, mark, n_rows, heap);
+    else
+        kept = taat_split(t, n, k, cnst, acc, mark, n_rows, heap, threads == HANDOVER, pays_start(total, n_rows));
+    if (n_rows >= 2 && total >= SPLIT_WATCHED) {
+        if (threads != HANDOVER && start - atomic_load(&last_end) < BURST_NS) helper_nudge();
+        atomic_store(&last_end, now_ns());
+    }
+    return kept;
 }
 
 /* ---- choosing ------------------------------------------------------------------------------------------- */
@@ -582,27 +744,28 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
         tops += t[i].has_top;
     }
     if (how == TAAT && acc) return taat(t, n, k, cnst, acc, mark, n_rows, heap);
-    if (how == TAAT_SPLIT && acc) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap);
+    if (how == TAAT_SPLIT && acc) return taat_split(t, n, k, cnst, acc, mark, n_rows, heap, 1, 1);
     double taat_cost = acc ? (double)total * TAAT_COST * (n_rows > CACHED_ROWS ? UNCACHED : 1.0) : INFINITY;
-    if (splits(total, n_rows)) taat_cost /= SPLIT_GAIN; /* taat_any will start a second thread */
+    int threads = acc ? split(total, n_rows) : ONE_THREAD;
+    if (threads != ONE_THREAD) taat_cost /= SPLIT_GAIN;
     /* Document at a time reads every impact list at least once (for the bounds, and the seed walks them): on a
        small corpus, where those lists hold most postings, that alone costs more than adding them all up. */
     if (how == AUTO && taat_cost < (double)listed * DAAT_COST * n)
-        return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
+        return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total, threads);
     set_bounds(t, n);
     if (how == DAAT || !nonneg) return daat(t, n, k, cnst, -INFINITY, 1, heap);
     if (how == SEEDED_DAAT) return daat(t, n, k, cnst, seed(t, n, k, cnst, heap, want), 1, heap);
     /* AUTO */
     if (total < SEED_FROM || !tops) {
         double daat_cost = (double)total * DAAT_COST * n;
-        if (taat_cost < daat_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
+        if (taat_cost < daat_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total, threads);
         return daat(t, n, k, cnst, -INFINITY, 1, heap);
     }
     /* The seed walks the impact lists document at a time, every list at each passage, and scores its candidates
        by lookups in the whole lists: when that alone costs more than adding up every posting, seeding cannot
        pay (and the walk after it is dearer still). */
     double seed_cost = (double)listed * n * n * SEED_COST * (n_rows > CACHED_ROWS ? SEED_UNCACHED : 1.0);
-    if (taat_cost < seed_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
+    if (taat_cost < seed_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total, threads);
     double thr0 = seed(t, n, k, cnst, heap, want);
     /* What the walk would cover with that threshold: the lists whose bounds reach it, as daat splits them. */
     List l[2 * MAX_TERMS];
@@ -634,7 +797,7 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
         lists++;
     }
     double daat_cost = (walked + (double)listed) * DAAT_COST * (lists ? lists : 1);
-    if (taat_cost < daat_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total);
+    if (taat_cost < daat_cost) return taat_any(t, n, k, cnst, acc, mark, n_rows, heap, total, threads);
     return daat(t, n, k, cnst, thr0, 1, heap);
 }
 
@@ -658,8 +821,8 @@ PyDoc_STRVAR(top_k_doc,
              "impact_weights (float32) the best-weighted postings of the frequent terms, term_tail (float32) the "
              "largest weight of each term outside its impact list. `nonneg` promises that no "
              "weight of these terms is negative (what pruning from the impact lists needs); `how` is 0 (choose), or "
-             "forces 1 (document at a time), 2 (the same after a threshold from the impact lists) or 3 (term at a "
-             "time). acc (float64) and mark "
+             "forces 1 (document at a time), 2 (the same after a threshold from the impact lists), 3 (term at a "
+             "time) or 4 (term at a time on two threads). acc (float64) and mark "
              "(uint8), one per passage row and all zero, are scratch for term-at-a-time scoring (or None); they "
              "are left zeroed.");
 
@@ -774,6 +937,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__kernel(void) {
+    if (!atomic_load(&helper.forks)) atomic_store(&helper.forks, pthread_atfork(NULL, NULL, helper_forget) == 0);
     PyObject *m = PyModule_Create(&module);
     if (m && (PyModule_AddIntConstant(m, "VERSION", KERNEL_VERSION) < 0 ||
               PyModule_AddIntConstant(m, "MAX_TERMS", MAX_TERMS) < 0 ||

@@ -4,9 +4,12 @@ and search works without it."""
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import shlex
 import shutil
+import signal
 import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -165,7 +168,7 @@ def test_ties_keep_id_order_across_the_threshold() -> None:
 def test_threads_searching_at_once_get_what_one_thread_gets(zipf_index) -> None:
     index, qs = zipf_index
     alone = [index.search_tokens(q, 10).ids.tolist() for q in qs]
-    for way in ("taat", "choose"):
+    for way in ("taat", "taat on two threads", "choose"):  # the helper taken: a thread of its own, or one
         index._searcher._how = WAYS[way]
         try:
             with ThreadPoolExecutor(4) as pool:
@@ -173,6 +176,34 @@ def test_threads_searching_at_once_get_what_one_thread_gets(zipf_index) -> None:
         finally:
             index._searcher._how = 0
         assert together == alone * 4
+
+
+@needs_kernel
+def test_a_forked_child_searches_on_two_threads(zipf_index) -> None:
+    # The kernel keeps a helper thread between searches, and a forked child has no copy of it: the child's split
+    # searches must start their own helper (not wait on one that is not there) and find the same hits.
+    index, qs = zipf_index
+    expected = [_kernel(index, q, 10, way) for q in qs for way in ("taat on two threads", "choose")]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answers through the pipe, never returns into pytest
+        try:
+            got = [_kernel(index, q, 10, way) for q in qs for way in ("taat on two threads", "choose")]
+            os.write(write, json.dumps(got).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready = []
+    try:
+        ready, _, _ = select.select([read], [], [], 60)
+        assert ready, "the forked child's search hung"
+        with os.fdopen(read, "rb") as fh:
+            got = json.loads(fh.read())
+    finally:
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert [tuple(map(list, hit)) for hit in got] == [tuple(map(list, hit)) for hit in expected]
 
 
 @needs_kernel
