@@ -186,23 +186,23 @@ def test_a_forked_child_searches_on_two_threads(zipf_index) -> None:
     expected = [_kernel(index, q, 10, way) for q in qs for way in ("taat on two threads", "choose")]
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: answers through the pipe, never returns into pytest
+    if pid == 0:  # the child: answers through the pipe and exits, never returning into pytest
+        code = 1
         try:
             got = [_kernel(index, q, 10, way) for q in qs for way in ("taat on two threads", "choose")]
             os.write(write, json.dumps(got).encode())
+            code = 0
         finally:
-            os._exit(0)
+            os._exit(code)
     os.close(write)
-    ready = []
-    try:
-        ready, _, _ = select.select([read], [], [], 60)
-        assert ready, "the forked child's search hung"
-        with os.fdopen(read, "rb") as fh:
-            got = json.loads(fh.read())
-    finally:
+    with os.fdopen(read, "rb") as fh:
+        ready, _, _ = select.select([fh], [], [], 60)
         if not ready:
             os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        got = json.loads(fh.read() or "null") if ready else None
+    _, status = os.waitpid(pid, 0)
+    assert ready, "the forked child's search hung"
+    assert os.waitstatus_to_exitcode(status) == 0, "the forked child's search failed"
     assert [tuple(map(list, hit)) for hit in got] == [tuple(map(list, hit)) for hit in expected]
 
 
