@@ -570,13 +570,18 @@ static void helper_wake(void) {
     }
 }
 
+/* Sets helper.job (rows handed over, or NULL: done) and wakes the other side if it sleeps. */
+static void helper_post(Rows *job) {
+    atomic_store(&helper.job, job);
+    helper_wake();
+}
+
 static void *helper_main(void *arg) {
     (void)arg;
     for (;;) {
         helper_await(1);
         rows_main(atomic_load(&helper.job));
-        atomic_store(&helper.job, NULL);
-        helper_wake();
+        helper_post(NULL);
     }
     return NULL;
 }
@@ -648,8 +653,7 @@ static int64_t taat_split(const Term *t, int n, int64_t k, double cnst, double *
                  {half[1], n, k, cnst, acc, mark, mid, n_rows, heap + k, 0}};
     pthread_t other;
     if (handover && helper_take()) {
-        atomic_store(&helper.job, &r[1]);
-        helper_wake();
+        helper_post(&r[1]);
         rows_main(&r[0]);
         helper_await(0);
         atomic_store(&helper.taken, 0);
@@ -686,12 +690,15 @@ static inline int pays_start(int64_t total, int64_t n_rows) {
     return n_rows >= 2 && (total >= SPLIT_ALWAYS || (total >= SPLIT_FROM && n_rows >= SPLIT_ROWS));
 }
 
+/* Whether a term-at-a-time search of `total` postings over `n_rows` rows pays for a handover to a watching helper. */
+static inline int pays_handover(int64_t total, int64_t n_rows) { return n_rows >= 2 && total >= SPLIT_WATCHED; }
+
 enum { ONE_THREAD, HANDOVER, START }; /* how a term-at-a-time search runs (`split`) */
 
 /* How a term-at-a-time search of `total` postings over `n_rows` rows runs now: handed over in part to a watching
    helper, on a thread of its own as well, or on one. */
 static int split(int64_t total, int64_t n_rows) {
-    if (n_rows >= 2 && total >= SPLIT_WATCHED && helper_watching()) return HANDOVER;
+    if (pays_handover(total, n_rows) && helper_watching()) return HANDOVER;
     return pays_start(total, n_rows) ? START : ONE_THREAD;
 }
 
@@ -700,12 +707,13 @@ static int split(int64_t total, int64_t n_rows) {
 static int64_t taat_any(const Term *t, int n, int64_t k, double cnst, double *acc, uint8_t *mark, int64_t n_rows,
                         Hit *heap, int64_t total, int threads) {
     static _Atomic int64_t last_end = 0; /* when the last search that could use the helper ended */
-    int64_t kept, start = now_ns();
+    int watched = pays_handover(total, n_rows); /* only such a search reads the clock */
+    int64_t kept, start = watched ? now_ns() : 0;
     if (threads == ONE_THREAD)
         kept = taat(t, n, k, cnst, acc, mark, n_rows, heap);
     else
         kept = taat_split(t, n, k, cnst, acc, mark, n_rows, heap, threads == HANDOVER, pays_start(total, n_rows));
-    if (n_rows >= 2 && total >= SPLIT_WATCHED) {
+    if (watched) {
         if (threads != HANDOVER && start - atomic_load(&last_end) < BURST_NS) helper_nudge();
         atomic_store(&last_end, now_ns());
     }
