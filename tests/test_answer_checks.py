@@ -223,6 +223,40 @@ def test_an_answer_refused_as_wrong_cannot_be_written_again_with_exclude_refused
     assert grammar.accepts("Thought: c\nFinal: Warsaw\n") and grammar.accepts("Thought: c\nFinal: Curie\n")
 
 
+def test_after_a_refusal_that_says_what_to_find_the_next_step_may_only_search_anew(tiny_index) -> None:
+    outputs = [
+        "Thought: a\nAction: search[Marie Curie Warsaw]",
+        "Thought: b\nFinal: Marie Curie",
+        "Thought: c\nAction: search[Warsaw]",
+        "Thought: d\nFinal: Warsaw",
+    ]
+    agent, backend = make(tiny_index, outputs, search_after_refusal=True)
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.steps[1].details.refusal.reason == "in_question"
+    assert trajectory.answer == "Warsaw"
+    after, later = GbnfChecker(backend.calls[2].grammar), GbnfChecker(backend.calls[3].grammar)
+    assert after.accepts("Thought: c\nAction: search[Warsaw]\n")
+    assert not after.accepts("Thought: c\nFinal: Warsaw\n")
+    assert not after.accepts("Thought: c\nAction: search[Marie Curie Warsaw]\n")  # searched already
+    assert later.accepts("Thought: d\nFinal: Warsaw\n")  # only the step right after the refusal
+    # Off, the step after the refusal may answer, as before.
+    agent, backend = make(tiny_index, [outputs[0], outputs[1], outputs[3]], search_after_refusal=False)
+    assert agent.run("In which city was Marie Curie born?").answer == "Warsaw"
+    assert GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Warsaw\n")
+
+
+def test_a_refusal_that_shows_a_document_leaves_the_next_step_free_to_answer(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: Warsaw"],
+        search_k=1,
+        search_after_refusal=True,
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.steps[1].details.refusal.reason == "unopened"  # it shows Warsaw's document: read it, answer
+    assert trajectory.answer == "Warsaw"
+
+
 def test_an_answer_refused_for_want_of_reading_may_be_written_again(tiny_index) -> None:
     agent, backend = make(
         tiny_index,

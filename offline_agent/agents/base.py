@@ -98,6 +98,10 @@ class AgentConfig:
     # with no further match): after a refusal, a 1.5B model most often writes its last call again, word for word.
     # Off in the answer defaults: on dev200's 19 questions with repeats it removed them and gained no exact match.
     fresh_calls: bool = False
+    # The verify strategy: the step after a refusal that says what to find (unread, in_question, kind, asks_for,
+    # described) may only search, for something the run has not searched yet. Told to search, a 1.5B model most
+    # often writes another Final from the same page instead ("Shazzan" after "Shirley Temple" was refused).
+    search_after_refusal: bool = False
 
     def __post_init__(self) -> None:
         self.search_settings()  # bad search settings fail here
@@ -141,6 +145,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "links": 4,
     "observation_tokens": 600,
     "exclude_refused": True,
+    "search_after_refusal": True,
 }
 
 

@@ -241,13 +241,17 @@ class ReActAgent(Strategy):
     def step_grammar(self, state: LoopState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
         """The grammar and parser of step `index`, which may depend on the run so far (`state.trajectory`).
 
-        Before min_searches successful searches: a search only. Grounded: the grammar's Final is rebuilt from what
-        the run has read (the parser stays the same; it checks the span against `state.grounding`).
+        Before min_searches successful searches, or where must_search says so: a search only. Grounded: the
+        grammar's Final is rebuilt from what the run has read (the parser stays the same; it checks the span against
+        `state.grounding`).
         """
         spent = {} if final_only else self.spent_calls(state)
         if not final_only and self.searches(state) < self.config.min_searches:
             grammar = build_grammar(self.search_spec, spent=spent) if spent else self.search_grammar
             return grammar, self.search_parser
+        if not final_only and self.search_spec is not self.spec and self.must_search(state):
+            # A search the run has made would only be refused as a repeat: the grammar leaves it out.
+            return build_grammar(self.search_spec, spent=self.spent_calls(state, always=True)), self.search_parser
         if state.grounding is not None and state.grounding.is_empty:
             if final_only:
                 return self.free_final_grammar, self.free_final_parser
@@ -259,12 +263,17 @@ class ReActAgent(Strategy):
             return self.final_grammar, self.final_parser
         return (build_grammar(self.spec, spent=spent) if spent else self.grammar), self.parser
 
-    def spent_calls(self, state: LoopState) -> dict[str, list[str]]:
-        """With fresh_calls, the calls the loop would refuse as repeats now, by tool (arguments as call_key writes
-        them): every call that succeeded, and a stateful call the tool says is exhausted (a lookup keyword with no
-        further match in the current document). Empty without fresh_calls."""
+    def must_search(self, state: LoopState) -> bool:
+        """Whether this step may only search (no Final, no other tool), over and above min_searches. ReAct: never;
+        agents/verify.py after a refusal that says what to search for."""
+        return False
+
+    def spent_calls(self, state: LoopState, always: bool = False) -> dict[str, list[str]]:
+        """With fresh_calls (or `always`), the calls the loop would refuse as repeats now, by tool (arguments as
+        call_key writes them): every call that succeeded, and a stateful call the tool says is exhausted (a lookup
+        keyword with no further match in the current document). Empty without fresh_calls."""
         spent: dict[str, list[str]] = {}
-        if not self.config.fresh_calls:
+        if not (self.config.fresh_calls or always):
             return spent
         for key in state.calls:
             tool, argument = key.split("\0", 1)

@@ -91,6 +91,8 @@ MAX_REFUSALS = 3
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
 EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare", "sides", "same", "shared"])
+# Refusals whose Observation says what to find: with search_after_refusal, the next step may only search.
+SEARCH_REASONS = frozenset(["unread", "in_question", "kind", "asks_for", "described"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
@@ -141,6 +143,15 @@ class VerifyAgent(ReActAgent):
             assert step.final is not None
             state.grounding.exclude(step.final)
         return refusal
+
+    def must_search(self, state: LoopState) -> bool:
+        """With search_after_refusal: the step after a refusal that says what to find (SEARCH_REASONS) may only
+        search."""
+        steps = state.trajectory.steps
+        if not (self.config.search_after_refusal and steps) or steps[-1].details is None:
+            return False
+        refusal = steps[-1].details.refusal
+        return refusal is not None and refusal.reason in SEARCH_REASONS
 
     def _check(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
         assert step.final is not None

@@ -189,6 +189,7 @@ def ask(
     first_search: bool,
     exclude_refused: bool,
     fresh_calls: bool,
+    search_after_refusal: bool,
     samples: int,
     search_k: int,
     snippet: str,

@@ -185,6 +185,7 @@ def chat(
     first_search: bool,
     exclude_refused: bool,
     fresh_calls: bool,
+    search_after_refusal: bool,
     samples: int,
     search_k: int,
     snippet: str,

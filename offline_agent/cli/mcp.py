@@ -73,6 +73,7 @@ def mcp(
     first_search: bool,
     exclude_refused: bool,
     fresh_calls: bool,
+    search_after_refusal: bool,
     samples: int,
     budget_hint: bool,
     search_k: int,

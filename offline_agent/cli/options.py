@@ -162,6 +162,14 @@ def control_options() -> Decorator:
                 "be refused as a repeat. Strategies on react's loop (react, verify).",
             ),
             click.option(
+                "--search-after-refusal/--no-search-after-refusal",
+                default=ANSWER_DEFAULTS["search_after_refusal"],
+                show_default=True,
+                help="With --agent verify: after a Final refused for want of a fact (not in what the run has read, "
+                "repeats the question, not the kind of thing asked for, the entity the question describes on the "
+                "way), the next step may only search, and not for something already searched.",
+            ),
+            click.option(
                 "--first-search/--no-first-search",
                 default=False,
                 show_default=True,

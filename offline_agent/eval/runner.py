@@ -81,6 +81,7 @@ class EvalOptions:
     first_search: bool = False
     exclude_refused: bool = ANSWER_DEFAULTS["exclude_refused"]
     fresh_calls: bool = False
+    search_after_refusal: bool = ANSWER_DEFAULTS["search_after_refusal"]
     scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
     backend: str = "llamacpp"
@@ -131,6 +132,7 @@ class EvalOptions:
             first_search=self.first_search,
             exclude_refused=self.exclude_refused,
             fresh_calls=self.fresh_calls,
+            search_after_refusal=self.search_after_refusal,
             scope=self.scope,
             action_graph=self.action_graph,
         )
