@@ -447,6 +447,8 @@ def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:
         "Warsaw is not what the question asks for (river): Warsaw is the capital of Poland.\nFind it:"
     )
     assert "Observation: Warsaw is not what the question asks for" in backend.calls[2].prompt
+    # The refused answer is the hop on the way: its own document follows, read or not, and the next step may answer.
+    assert "\nIts own document:\n[1] Warsaw: " in refused.observation and refused.details.tool.titles == ["Warsaw"]
     assert trajectory.answer == "Vistula" and trajectory.steps[3].details.refusal is None
 
 
@@ -668,7 +670,21 @@ def test_described_refuses_the_entity_on_the_way_and_takes_it_out(tiny_index) ->
         "Vistula is the river the question describes, a step on the way: The Vistula is the longest river in "
         "Poland, about 1,047 kilometres long.\nFind what the question asks about it:"
     )
+    assert "\nIts own document:\n[1] Vistula: " in refused.observation
     assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Vistula\n")
+    assert trajectory.answer == "Baltic Sea"
+
+
+def test_a_refusal_that_shows_the_answers_document_leaves_the_next_step_free(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Vistula Warsaw]", "Thought: b\nFinal: Vistula", "Thought: c\nFinal: Baltic Sea"],
+        exclude_refused=True,
+        search_after_refusal=True,
+    )
+    trajectory = agent.run("Where does the river that flows through Warsaw end?")
+    assert trajectory.steps[1].details.refusal.reason == "described"
+    assert GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Baltic Sea\n")
     assert trajectory.answer == "Baltic Sea"
 
 

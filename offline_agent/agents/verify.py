@@ -53,7 +53,10 @@ A run refuses at most MAX_REFUSALS Finals; after that, and always on the last st
 Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
 kind, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later step's
 grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused for want of reading (unread,
-one_side, unopened) can be, once the run has read more.
+one_side, unopened) can be, once the run has read more. With `search_after_refusal`, the step after a refusal whose
+Observation says what to find (unread, in_question, kind, asks_for, described: SEARCH_REASONS) may only search, and
+not for something the run has searched already: told to search, the 1.5B model most often wrote another Final from
+the same page ("Shazzan" after "Shirley Temple" was refused) or its last search again, word for word.
 Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples show refusals and how to
 go on after one (prompt_files/verify_*.txt).
 """
@@ -121,6 +124,7 @@ SHARED = (
     "Now answer the question: {question}"
 )
 SIDES = "Checked one document at a time: {checks}. So the answer is {verdict}. Now answer the question: {question}"
+DOCUMENT = "Its own document:\n{text}"
 SAME = (
     "Compare the years: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
     "{order}, so the answer is {verdict}. Now answer the question: {question}"
@@ -146,12 +150,13 @@ class VerifyAgent(ReActAgent):
 
     def must_search(self, state: LoopState) -> bool:
         """With search_after_refusal: the step after a refusal that says what to find (SEARCH_REASONS) may only
-        search."""
+        search, unless the refusal showed a document (asks_for and described show the answer's own): then the
+        next step may answer from it."""
         steps = state.trajectory.steps
-        if not (self.config.search_after_refusal and steps) or steps[-1].details is None:
+        details = steps[-1].details if steps else None
+        if not self.config.search_after_refusal or details is None or details.tool is not None:
             return False
-        refusal = steps[-1].details.refusal
-        return refusal is not None and refusal.reason in SEARCH_REASONS
+        return details.refusal is not None and details.refusal.reason in SEARCH_REASONS
 
     def _check(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
         assert step.final is not None
@@ -195,7 +200,8 @@ class VerifyAgent(ReActAgent):
         sentence = definition(answer) if definition is not None else None
         if sentence is None:
             return None
-        return self._asks_for(form, record, answer, sentence) or self._described(form, record, answer, sentence)
+        refused = self._asks_for(form, record, answer, sentence) or self._described(form, record, answer, sentence)
+        return refused if refused is None else self._with_document(state, record, answer, refused)
 
     def _search_tool(self) -> object | None:
         """The run's search tool, whose document lookups (definition, open_named, open_mentioned) the checks use."""
@@ -204,6 +210,15 @@ class VerifyAgent(ReActAgent):
     def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:
         self.details(record).refusal = RefusalDetails(reason, answer)
         return observation
+
+    def _with_document(self, state: LoopState, record: StepRecord, answer: str, refusal: str) -> str:
+        """An asks_for or described refusal's Observation with the refused answer's own document, read or not, as a
+        search shows it (its sentences nearest the question): the answer is the entity on the way, and its
+        document most often holds what the question asks about it. Read among a page of other passages, the 1.5B
+        model missed it ("Sonic" in Jim Cummings' document); shown alone after the refusal, it is the next hop
+        without a search."""
+        shown = self._open(state, record, "open_named", answer, exclude_seen=False)
+        return refusal if shown is None else f"{refusal}\n{DOCUMENT.format(text=shown[0])}"
 
     def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
         """The `asks_for` check: refuse an answer that is the title of a document whose first sentence (`sentence`,
@@ -445,15 +460,17 @@ class VerifyAgent(ReActAgent):
         )
         return self._refuse(record, "same", answer, text)
 
-    def _open(self, state: LoopState, record: StepRecord, how: str, text: str) -> tuple[str, list[str]] | None:
-        """Show the documents the search tool's `how` (open_named or open_mentioned) finds for `text` that the run
-        has not read, as this step's tool result: (the Observation, their titles), or None where there are none or
-        the search tool cannot open documents. A grounded run reads the Observation."""
+    def _open(
+        self, state: LoopState, record: StepRecord, how: str, text: str, exclude_seen: bool = True
+    ) -> tuple[str, list[str]] | None:
+        """Show the documents the search tool's `how` (open_named or open_mentioned) finds for `text` (those the run
+        has read left out, with `exclude_seen`), as this step's tool result: (the Observation, their titles), or
+        None where there are none or the search tool cannot open documents. A grounded run reads the Observation."""
         tool = self._search_tool()
         opener = getattr(tool, how, None)
         if opener is None:
             return None
-        shown = opener(text, exclude=_seen_titles(state))
+        shown = opener(text, exclude=_seen_titles(state) if exclude_seen else frozenset())
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))
         if shown is None or reported is None:
             return None
