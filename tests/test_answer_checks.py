@@ -245,24 +245,14 @@ def test_after_a_refusal_that_says_what_to_find_the_next_step_may_only_search_an
     assert GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Warsaw\n")
 
 
-def test_a_refusal_that_shows_a_document_leaves_the_next_step_free_to_answer(tiny_index) -> None:
-    agent, backend = make(
-        tiny_index,
-        ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: Warsaw"],
-        search_k=1,
-        search_after_refusal=True,
-    )
-    trajectory = agent.run("In which city was Marie Curie born?")
-    assert trajectory.steps[1].details.refusal.reason == "unopened"  # it shows Warsaw's document: read it, answer
-    assert trajectory.answer == "Warsaw"
-
-
-def test_an_answer_refused_for_want_of_reading_may_be_written_again(tiny_index) -> None:
+@pytest.mark.parametrize("search_after_refusal", [False, True])  # unopened shows the document: no search needed
+def test_an_answer_refused_for_want_of_reading_may_be_written_again(tiny_index, search_after_refusal: bool) -> None:
     agent, backend = make(
         tiny_index,
         ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: Warsaw"],
         search_k=1,
         exclude_refused=True,
+        search_after_refusal=search_after_refusal,
     )
     trajectory = agent.run("In which city was Marie Curie born?")
     assert trajectory.steps[1].details.refusal.reason == "unopened"
