@@ -312,12 +312,32 @@ def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_inde
     overruled = Completion(text="Thought: b\nFinal: Warsaw", finish_reason="stop", rejections=[(17, " Paris")])
     agent, backend = make(
         tiny_index,
-        ["Thought: a\nAction: search[Marie Curie]", overruled, "Thought: c\nFinal: Warsaw"],
+        ["Thought: a\nAction: search[Marie Curie]", overruled, "Thought: c\nFinal: Warsaw", "Thought: d\nFinal: Warsaw"],
     )
     trajectory = agent.run("In which city was Marie Curie born?")
     assert trajectory.steps[1].details.refusal.reason == "unread"
     assert "not in anything you have read" in trajectory.steps[1].observation
+    # Written again, it is weighed as any answer: Warsaw has a document the run has not read, which is shown.
+    assert trajectory.steps[2].details.refusal.reason == "unopened"
     assert trajectory.answer == "Warsaw"
+
+
+def test_an_answer_refused_as_unread_and_written_again_is_still_weighed(tiny_index) -> None:
+    # "Marie Curie" first overruled (the model meant another word), then written again: it repeats the question.
+    overruled = Completion(text="Thought: b\nFinal: Marie Curie", finish_reason="stop", rejections=[(17, " Paris")])
+    agent, _ = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie]",
+            overruled,
+            "Thought: c\nFinal: Marie Curie",
+            "Thought: d\nAction: search[Warsaw]",
+            "Thought: e\nFinal: Warsaw",
+        ],
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    reasons = [step.details.refusal.reason for step in trajectory.steps[1:3]]
+    assert reasons == ["unread", "in_question"] and trajectory.answer == "Warsaw"
 
 
 def test_refusals_stop_after_the_limit_and_never_on_the_last_step(tiny_index) -> None:

@@ -174,11 +174,14 @@ class VerifyAgent(ReActAgent):
         judged = bool(reasons & {"sides", "same"})
         # A model that writes a refused answer again, after the Observation that refused it, keeps it; but an answer
         # to a choice or yes/no question refused only for want of reading (one_side) is still judged, once a run,
-        # by the checks that weigh it (compare, sides, same).
-        if normalize_answer(answer) in {normalize_answer(r.answer) for r in refusals}:
+        # by the checks that weigh it (compare, sides, same), and an open question's answer refused only as unread
+        # by the checks of its own words (in_question, kind, ...): it was never weighed ("former Soviet statesman",
+        # written again after a search, repeats the question).
+        earlier = {r.reason for r in refusals if normalize_answer(r.answer) == normalize_answer(answer)}
+        if earlier and (form.kind != "open" or earlier != {"unread"}):
             return self._weigh(state, record, answer, reasons) if form.kind != "open" else None
         # A choice with options: the grammar offers the options only, so a refused first word is not unread text.
-        unread = not form.options and not judged and refused_first_word(record.raw, turn.last_rejections)
+        unread = not (earlier or form.options or judged) and refused_first_word(record.raw, turn.last_rejections)
         if state.grounding is not None and unread:
             return self._refuse(record, "unread", answer, UNREAD.format(question=question))
         if form.kind != "open":
