@@ -246,12 +246,10 @@ class ReActAgent(Strategy):
         `state.grounding`).
         """
         spent = {} if final_only else self.spent_calls(state)
-        if not final_only and self.searches(state) < self.config.min_searches:
+        searching = self.searches(state) < self.config.min_searches or self.must_search(state)
+        if not final_only and searching:
             grammar = build_grammar(self.search_spec, spent=spent) if spent else self.search_grammar
             return grammar, self.search_parser
-        if not final_only and self.search_spec is not self.spec and self.must_search(state):
-            # A search the run has made would only be refused as a repeat: the grammar leaves it out.
-            return build_grammar(self.search_spec, spent=self.spent_calls(state, always=True)), self.search_parser
         if state.grounding is not None and state.grounding.is_empty:
             if final_only:
                 return self.free_final_grammar, self.free_final_parser
@@ -268,12 +266,12 @@ class ReActAgent(Strategy):
         agents/verify.py after a refusal that says what to search for."""
         return False
 
-    def spent_calls(self, state: LoopState, always: bool = False) -> dict[str, list[str]]:
-        """With fresh_calls (or `always`), the calls the loop would refuse as repeats now, by tool (arguments as
-        call_key writes them): every call that succeeded, and a stateful call the tool says is exhausted (a lookup
-        keyword with no further match in the current document). Empty without fresh_calls."""
+    def spent_calls(self, state: LoopState) -> dict[str, list[str]]:
+        """With fresh_calls, the calls the loop would refuse as repeats now, by tool (arguments as call_key writes
+        them): every call that succeeded, and a stateful call the tool says is exhausted (a lookup keyword with no
+        further match in the current document). Empty without fresh_calls."""
         spent: dict[str, list[str]] = {}
-        if not (self.config.fresh_calls or always):
+        if not self.config.fresh_calls:
             return spent
         for key in state.calls:
             tool, argument = key.split("\0", 1)

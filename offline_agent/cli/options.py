@@ -163,11 +163,11 @@ def control_options() -> Decorator:
             ),
             click.option(
                 "--search-after-refusal/--no-search-after-refusal",
-                default=ANSWER_DEFAULTS["search_after_refusal"],
+                default=False,
                 show_default=True,
-                help="With --agent verify: after a Final refused for want of a fact (not in what the run has read, "
-                "repeats the question, not the kind of thing asked for, the entity the question describes on the "
-                "way), the next step may only search, and not for something already searched.",
+                help="With --agent verify: after a Final refused for want of a fact and shown no document (not in "
+                "what the run has read, repeats the question, not the kind of thing asked for), the next step may "
+                "only search.",
             ),
             click.option(
                 "--first-search/--no-first-search",

@@ -81,7 +81,7 @@ class EvalOptions:
     first_search: bool = False
     exclude_refused: bool = ANSWER_DEFAULTS["exclude_refused"]
     fresh_calls: bool = False
-    search_after_refusal: bool = ANSWER_DEFAULTS["search_after_refusal"]
+    search_after_refusal: bool = False
     scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
     backend: str = "llamacpp"
