@@ -11,7 +11,7 @@ import pytest
 from offline_agent.errors import ConfigError
 from offline_agent.retrieval import open_corpus
 from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool
-from offline_agent.tools.titles import bare_title, title_table
+from offline_agent.tools.titles import bare_title, place_name, title_table
 
 
 def search_tool(index, question: str = "", **settings) -> SearchTool:
@@ -66,6 +66,47 @@ def test_named_finds_a_document_by_its_bare_title(linked_index) -> None:
     table = title_table(linked_index)
     assert [title for _, title in table.named("Kiss and Tell")] == ["Kiss and Tell (1945 film)"]
     assert table.named("Kiss") == [] and table.named("shirley temple") == []
+
+
+@pytest.fixture
+def place_index(tmp_path: Path):
+    """Places titled as an encyclopedia titles them, with their region after a comma, beside titles with commas
+    that are not places and a place that has a title of its own."""
+    records = [
+        ("Zelazowa Wola, Masovian Voivodeship", "Zelazowa Wola is a village in Sochaczew County in central Poland."),
+        ("Sochaczew County", "Sochaczew County is a county in the Masovian Voivodeship of Poland."),
+        ("Yes, Yes, Yes", "Yes, Yes, Yes is a song of three words."),
+        ("Marion", "Marion is a given name."),
+        ("Marion, Arkansas", "Marion is a city in Crittenden County, Arkansas."),
+    ]
+    path = tmp_path / "places.jsonl"
+    lines = [json.dumps({"id": str(n), "title": title, "text": text}) for n, (title, text) in enumerate(records)]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return open_corpus(path)
+
+
+def test_a_place_name_is_a_title_without_its_region() -> None:
+    assert place_name("McLean, Virginia") == "McLean"
+    assert place_name("Sullivan County, New Hampshire") == "Sullivan County"
+    assert place_name("Springfield, Illinois (band)") == "Springfield"  # a closing qualifier aside
+    assert place_name("Yes, Yes, Yes") is None  # a second comma: a name, not a place and region
+    assert place_name("Crowds, old and new") is None  # no capital: not a region
+    assert place_name("Marion") is None and place_name("New York, New York") is None
+
+
+def test_a_place_lookup_finds_a_title_with_a_region_only_where_no_title_is_the_name(place_index) -> None:
+    table = title_table(place_index)
+    assert table.named("Zelazowa Wola") == []
+    assert [title for _, title in table.named("Zelazowa Wola", place=True)] == ["Zelazowa Wola, Masovian Voivodeship"]
+    assert [title for _, title in table.named("Marion", place=True)] == ["Marion"]  # its own title wins
+    assert table.named("Yes", place=True) == []
+    tool = search_tool(place_index, k=2)
+    assert tool.definition("Zelazowa Wola") is None
+    assert tool.definition("Zelazowa Wola", place=True) == (
+        "Zelazowa Wola is a village in Sochaczew County in central Poland."
+    )
+    shown = tool.open_named("Zelazowa Wola", place=True)
+    assert shown is not None and shown.startswith("[1] Zelazowa Wola, Masovian Voivodeship: ")
 
 
 def test_a_search_shows_the_documents_its_passages_name(linked_index) -> None:

@@ -146,30 +146,34 @@ class SearchTool(_ThreadDetails):
             self.last_details["title_boost"] = boosted.title
         return text
 
-    def open_named(self, name: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
+    def open_named(
+        self, name: str, exclude: set[str] | frozenset[str] = frozenset(), place: bool = False
+    ) -> str | None:
         """The Observation of the documents titled `name` exactly (a qualifier aside, as "Kiss and Tell" names
-        "Kiss and Tell (1945 film)"), shown as a search for `name` shows passages; None when no document but
-        those titled in `exclude` has that title."""
+        "Kiss and Tell (1945 film)"; with `place`, a region too where no title is `name`: "McLean, Virginia" for
+        "McLean"), shown as a search for `name` shows passages; None when no document but those titled in
+        `exclude` has that title."""
         name = name.strip()
-        found = [(pid, title) for pid, title in self.session.titles().named(name) if title not in exclude]
+        found = [(pid, title) for pid, title in self.session.titles().named(name, place) if title not in exclude]
         return self._show_documents(name, found)
 
-    def document(self, name: str, prefer: Callable[[str, str], bool] | None = None) -> str | None:
-        """The text of the first passage of the document titled `name` (a qualifier aside); None when no document
-        has that title. Where several have it ("The Guest", a story, and "The Guest (film)"), the first for which
-        `prefer(title, text)` is true, else the first."""
-        found = self.session.titles().named(name.strip())
+    def document(self, name: str, prefer: Callable[[str, str], bool] | None = None, place: bool = False) -> str | None:
+        """The text of the first passage of the document titled `name` (a qualifier aside; with `place`, a region
+        too, as in `open_named`); None when no document has that title. Where several have it ("The Guest", a
+        story, and "The Guest (film)"), the first for which `prefer(title, text)` is true, else the first."""
+        found = self.session.titles().named(name.strip(), place)
         texts = [(title, self.session.index.passage(pid).text) for pid, title in found]
         if prefer is not None:
             texts.sort(key=lambda item: not prefer(*item))  # stable: the first preferred one, in title order
         return texts[0][1] if texts else None
 
-    def definition(self, name: str) -> str | None:
-        """The first sentence of the document titled `name` (a qualifier aside), which says what it is ("Dublin is
-        the capital and largest city of Ireland ..."); None when no document has that title."""
+    def definition(self, name: str, place: bool = False) -> str | None:
+        """The first sentence of the document titled `name` (a qualifier aside; with `place`, a region too, as in
+        `open_named`), which says what it is ("Dublin is the capital and largest city of Ireland ..."); None when
+        no document has that title."""
         from offline_agent.retrieval import first_sentence
 
-        text = self.document(name)
+        text = self.document(name, place=place)
         if text is None:
             return None
         return first_sentence(text) or None

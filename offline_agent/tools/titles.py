@@ -35,6 +35,16 @@ def bare_title(title: str) -> str:
     return _QUALIFIER.sub("", title) or title
 
 
+def place_name(title: str) -> str | None:
+    """The place a title of the form "PLACE, REGION" names ("McLean" for "McLean, Virginia", "Sullivan County" for
+    "Sullivan County, New Hampshire"): the region is one capitalised name with no comma of its own and not the
+    place again. None for any other title ("Yes, Yes, Yes", "Kiss and Tell (1945 film)")."""
+    place, comma, region = bare_title(title).partition(", ")
+    if not comma or "," in region or not region[:1].isupper() or region == place:
+        return None
+    return place
+
+
 class TitleTable:
     """Every document title of one index, for exact and closest-title lookups by entity name.
 
@@ -58,6 +68,7 @@ class TitleTable:
         self._analyzer = analyzer
         self._bm25: Any = None
         self._named: dict[int, list[int]] | None = None
+        self._places: dict[int, list[int]] | None = None
         self._lock = threading.Lock()
         self.version: tuple[int, int] | None = None
 
@@ -121,23 +132,40 @@ class TitleTable:
             start = longest[0] + 1
         return found
 
-    def named(self, name: str) -> list[tuple[int, str]]:
-        """(first passage id, title) of the documents whose title, without its qualifier, is `name` exactly."""
-        rows = self._name_index().get(hash(name), ())
-        return [
-            (int(self.passage_ids[row]), self._titles[row]) for row in rows if bare_title(self._titles[row]) == name
-        ]
+    def named(self, name: str, place: bool = False) -> list[tuple[int, str]]:
+        """(first passage id, title) of the documents whose title, without its qualifier, is `name` exactly. With
+        `place`, where none is, those titled `name` and a region after a comma (`place_name`: "McLean, Virginia"
+        for "McLean"): an encyclopedia titles a place so, and a text (an answer) names it without the region."""
+        found = self._rows_named(self._name_index(), name, bare_title)
+        if found or not place:
+            return found
+        return self._rows_named(self._place_index(), name, place_name)
+
+    def _rows_named(self, index: dict[int, list[int]], name: str, key: Any) -> list[tuple[int, str]]:
+        """(first passage id, title) of the rows of `index` (name hash -> rows) whose `key(title)` is `name`."""
+        rows = index.get(hash(name), ())
+        return [(int(self.passage_ids[row]), self._titles[row]) for row in rows if key(self._titles[row]) == name]
 
     def _name_index(self) -> dict[int, list[int]]:
         with self._lock:
             if self._named is None:
-                named: dict[int, list[int]] = {}
-                for row, title in enumerate(self._titles.tolist()):
-                    name = bare_title(title)
-                    if _is_linkable(name) and len(name.split()) <= MAX_TITLE_WORDS:
-                        named.setdefault(hash(name), []).append(row)
-                self._named = named
+                self._named = self._index_by(bare_title)
             return self._named
+
+    def _place_index(self) -> dict[int, list[int]]:
+        with self._lock:
+            if self._places is None:
+                self._places = self._index_by(place_name)
+            return self._places
+
+    def _index_by(self, key: Any) -> dict[int, list[int]]:
+        """name hash -> rows, of every title whose `key(title)` is a linkable name of up to MAX_TITLE_WORDS words."""
+        index: dict[int, list[int]] = {}
+        for row, title in enumerate(self._titles.tolist()):
+            name = key(title)
+            if name is not None and _is_linkable(name) and len(name.split()) <= MAX_TITLE_WORDS:
+                index.setdefault(hash(name), []).append(row)
+        return index
 
     def _title_index(self) -> Any:
         with self._lock:
@@ -202,4 +230,4 @@ def _is_linkable(name: str) -> bool:
     return len(name) >= 4 and any(ch.isupper() or ch.isdigit() for ch in name)
 
 
-__all__ = ["MAX_TITLE_WORDS", "TitleTable", "bare_title", "title_table"]
+__all__ = ["MAX_TITLE_WORDS", "TitleTable", "bare_title", "place_name", "title_table"]
