@@ -24,7 +24,8 @@ rules misread loses only the restriction, since every form still allows what was
 
 An open question may also say what kind of thing it asks for (`wants`): a year or date ("In which year ...",
 "When was ..."), or a number ("How many ...", "how much", "how old", ...). An answer of that kind has a digit or a
-number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?").
+number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?"),
+and a number answered with a bare year ("1959" for "How many copies ... sold?").
 A "which/what NOUN" question names the kind of thing it asks for (`asks_for`: "river" in "Which river flows
 through the birth city of James Joyce?"); verify.py refuses an answer whose own document does not say it is one
 (Dublin, "the capital and largest city of Ireland", the first hop of that question). Words that name no kind of
@@ -72,7 +73,10 @@ _NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b", re.IGNORECASE)
 _KIND_WORD = r"([^\W\d_]+(?:-[^\W\d_]+)*)"
-_ASKS_FOR = re.compile(rf"\b(?:which|what)\s+{_KIND_WORD}(?:\s+{_KIND_WORD})?(?:\s+{_KIND_WORD})?", re.IGNORECASE)
+# "Which other film ...": "other" qualifies the kind asked for and is read past.
+_ASKS_FOR = re.compile(
+    rf"\b(?:which|what)\s+(?:(?:an)?other\s+)?{_KIND_WORD}(?:\s+{_KIND_WORD})?(?:\s+{_KIND_WORD})?", re.IGNORECASE
+)
 # After which/what: words that are not a kind of thing (verbs, articles, prepositions, generic nouns, properties);
 # the kind asked for is read up to the first of them.
 _NOT_A_KIND = frozenset(
@@ -125,6 +129,13 @@ _PREDICATE = re.compile(
     re.IGNORECASE,
 )
 _WANTS_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|old|tall|high|far|large|big|deep|wide)\b", re.IGNORECASE)
+_YEAR = re.compile(r"1\d{3}|20\d{2}")
+_WHERE = re.compile(r"^\W*where\b", re.IGNORECASE)
+# Kinds of place: a question that asks for one, or describes one on the way, is about a place.
+_PLACES = frozenset(
+    ["place", "city", "town", "village", "county", "state", "country", "region", "province", "district", "suburb"]
+    + ["borough", "municipality", "community", "neighborhood", "neighbourhood", "island", "commune", "parish"]
+)
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
     r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|"
@@ -146,13 +157,26 @@ class AnswerForm:
     described: tuple[str, ...] = ()  # kinds of the entities "the NOUN that ..." describes on the way to the answer
 
     def fits(self, answer: str) -> bool:
-        """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular)."""
+        """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular). A
+        number must not read as a year: English writes a count or measure of a thousand or more with a comma
+        ("1,462 hypermarkets"), and a year without ("1959", answering "How many copies ... sold?")."""
+        if self.wants == "number" and reads_as_year(answer):
+            return False
         return self.wants is None or bool(_NUMBER.search(answer))
 
     def describes(self, text: str) -> bool:
         """Whether `text` (a document's first sentence) names the kind of thing the question asks for, a plural
-        or singular of one of its words (always, when it asks for nothing in particular)."""
-        return not self.asks_for or _names_kind(text, self.asks_for) is not None
+        or singular of one of its words (always, when it asks for nothing in particular). Past its predicate, a
+        capitalised word is part of another thing's name: "McLean is a census-designated place in Fairfax
+        County" does not say McLean is a county."""
+        return not self.asks_for or _names_kind(_own_words(text), self.asks_for) is not None
+
+    @property
+    def about_a_place(self) -> bool:
+        """Whether the question asks where, or for a place, or describes one on the way ("what county", "the city
+        where ..."): then an answer may name a document titled with its region ("McLean, Virginia")."""
+        kinds = {_singular(kind) for kind in (*self.asks_for, *self.described)}
+        return bool(kinds & _PLACES) or bool(_WHERE.match(self.question))
 
     def description_in(self, text: str) -> str | None:
         """The kind of a described entity (`described`) that `text` (a document's first sentence) says its subject
@@ -210,6 +234,16 @@ def _described(question: str, asks_for: tuple[str, ...]) -> tuple[str, ...]:
         if kind not in _NOT_A_KIND and not asked:
             kinds.append(kind)
     return tuple(dict.fromkeys(kinds))
+
+
+def _own_words(text: str) -> str:
+    """`text` (a first sentence) up to the end of its predicate, then only its words without a capital: what it says
+    its subject is, without the names of the things it says the subject is in, of or near."""
+    match = _PREDICATE.search(text)
+    if match is None:
+        return text
+    rest = [word for word in text[match.end(1) :].split() if not word[:1].isupper()]
+    return " ".join([text[: match.end(1)], *rest])
 
 
 def _predicate(text: str) -> str:
@@ -273,6 +307,11 @@ def _offers_options(question: str) -> bool:
         return False
     opener = match.group(1)
     return opener[0].isupper() or opener[0].isdigit() or opener[0] in "\"'“‘" or bool(_COMPARING.search(question))
+
+
+def reads_as_year(answer: str) -> bool:
+    """Whether `answer` is a bare four-digit year, 1000 to 2099, as English writes years and not counts."""
+    return bool(_YEAR.fullmatch(answer.strip()))
 
 
 def kind_asked(question: str) -> tuple[str, ...]:
@@ -414,5 +453,6 @@ __all__ = [
     "kind_asked",
     "names_kind",
     "paired_subjects",
+    "reads_as_year",
     "shared_subjects",
 ]

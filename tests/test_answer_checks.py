@@ -398,6 +398,29 @@ def test_what_an_open_question_asks_for(question: str, wants: str | None) -> Non
     assert form.fits("1,047") and form.fits("twelve") and form.fits("Kansas") is (wants is None)
 
 
+def test_a_number_that_reads_as_a_year_does_not_fit_a_count() -> None:
+    count = answer_form("How many copies of the novel were sold?")
+    assert not count.fits("1959") and not count.fits(" 2010 ")
+    assert count.fits("1,959") and count.fits("250 million") and count.fits("12") and count.fits("1959 copies")
+    assert answer_form("In which year was the novel published?").fits("1959")
+
+
+def test_kind_refuses_a_year_for_a_number(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Vistula Warsaw Marie Curie]",
+            "Thought: b\nFinal: 1867",  # a year read on the page, not a length
+            "Thought: c\nFinal: 1,047",
+        ],
+    )
+    trajectory = agent.run("How many kilometres long is the river that flows through Warsaw?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "kind" and refused.details.refusal.answer == "1867"
+    assert refused.observation.startswith("The question asks for a number, and 1867 reads as a year")
+    assert trajectory.answer == "1,047"
+
+
 def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
     agent, _ = make(
         tiny_index,
@@ -419,6 +442,8 @@ def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
         ("In which city was the composer of The Magic Flute born?", ("city",)),
         ("This singer of A Rather Blustery Day also voiced what hedgehog?", ("hedgehog",)),
         ("Which contest in California pays homage to an American novelist?", ("contest",)),
+        ("Which other film did the lead actor of Jaws appear in?", ("film",)),  # "other" qualifies the kind
+        ("What other device can control the program?", ("device",)),
         ("What is the capital of Poland?", ()),  # "is": no kind named
         ("Which one of them was born first?", ()),
         ("What type of music do they play?", ()),
@@ -437,6 +462,67 @@ def test_a_first_sentence_describes_the_kind_asked_for_in_singular_or_plural() -
     assert form.describes("St. Mary's Church is a Gothic church in Gdansk.")
     assert not form.describes("Gdansk is a port city on the Baltic coast.")
     assert answer_form("What is the capital of Poland?").describes("anything at all")
+
+
+def test_only_what_a_first_sentence_says_its_subject_is_describes_the_kind_asked_for() -> None:
+    form = answer_form("Tysons Galleria is located in what county?")
+    # "County" past the predicate is part of the name of where McLean is, not what McLean is.
+    assert not form.describes("McLean is a census-designated place in Fairfax County in Northern Virginia.")
+    assert form.describes("Fairfax County is a county in the Commonwealth of Virginia.")
+    movie = answer_form("Which movie starred both sisters?")
+    assert movie.describes("Read It and Weep is a 2006 Disney Channel Original Movie which premiered in July.")
+    assert movie.describes("It was a hit, and the studio released it as a movie in 2006.")  # no capital: counts
+
+
+@pytest.mark.parametrize(
+    ("question", "place"),
+    [
+        ("Tysons Galleria is located in what county?", True),
+        ("What is the county seat of the county where East Lempster is located?", True),  # a county on the way
+        ("Where is the company that Sachin Warrier worked for headquartered?", True),
+        ("In which city was the composer of The Magic Flute born?", True),
+        ("Which river flows through the birth city of James Joyce?", False),
+        ("Who founded the gallery?", False),
+    ],
+)
+def test_a_question_about_a_place(question: str, place: bool) -> None:
+    assert answer_form(question).about_a_place is place
+
+
+@pytest.fixture
+def place_index(tmp_path):
+    from offline_agent.retrieval import open_corpus
+
+    folder = tmp_path / "places"
+    folder.mkdir()
+    documents = {
+        "chopin.md": "# Fryderyk Chopin\n\nFryderyk Chopin was a Polish composer born in Zelazowa Wola in 1810.",
+        "wola.md": "# Zelazowa Wola, Masovian Voivodeship\n\nZelazowa Wola is a village in Sochaczew County in "
+        "central Poland. Fryderyk Chopin was born there.",
+        "county.md": "# Sochaczew County\n\nSochaczew County is a county in central Poland. Its seat is Sochaczew.",
+    }
+    for name, text in documents.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return open_corpus(folder)
+
+
+def test_asks_for_finds_a_place_by_its_title_with_a_region(place_index) -> None:
+    agent, _ = make(
+        place_index,
+        [
+            "Thought: a\nAction: search[Fryderyk Chopin Zelazowa Wola Sochaczew County]",
+            "Thought: b\nFinal: Zelazowa Wola",  # a village in the county, its document titled with its region
+            "Thought: c\nFinal: Sochaczew County",
+        ],
+    )
+    trajectory = agent.run("In which county was Fryderyk Chopin born?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "asks_for" and refused.details.refusal.answer == "Zelazowa Wola"
+    assert refused.observation.startswith(
+        "Zelazowa Wola is not what the question asks for (county): Zelazowa Wola is a village in Sochaczew County"
+    )
+    assert "\nIts own document:\n[1] Zelazowa Wola, Masovian Voivodeship: " in refused.observation
+    assert trajectory.answer == "Sochaczew County" and trajectory.steps[2].details.refusal is None
 
 
 def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:

@@ -11,12 +11,16 @@ Final is not the end of the run but an Observation that says why, and the model 
 - `in_question`: an open question's answer repeats words of the question ("Gator Country"), which names the
   first hop, not the answer. Observation: find what the question asks about it.
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
-  in it ("Kansas" for "a population of how many inhabitants?", answer_form.py). Observation: what the question
-  asks for.
+  in it ("Kansas" for "a population of how many inhabitants?", answer_form.py), or asks for a number and gets a
+  year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma).
+  Observation: what the question asks for.
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") is
   answered with the title of a document whose first sentence does not say it is one ("Dublin": "Dublin is the
   capital and largest city of Ireland"): the answer is a hop on the way, not the thing asked for. Observation:
-  that sentence and what the question asks for.
+  that sentence and what the question asks for. Only what the sentence says its subject is counts, not the names
+  of what it is in ("McLean is a census-designated place in Fairfax County" is not a county). A question about a
+  place (answer_form.AnswerForm.about_a_place) also finds the answer's document titled with a region after a
+  comma ("McLean, Virginia" for "McLean"), for this check and the next.
 - `described`: the question describes an entity on the way ("the company that Sachin Warrier worked for", "a
   university that is located in what city") and the answer is the title of a document whose first sentence says
   it is one ("Tata Consultancy Services ... is an Indian multinational ... company"): the model named the hop, not
@@ -79,6 +83,7 @@ from offline_agent.answer_form import (
     kind_asked,
     names_kind,
     paired_subjects,
+    reads_as_year,
     shared_subjects,
 )
 from offline_agent.backends.base import aside
@@ -103,6 +108,10 @@ FINAL = "Final: "
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
 IN_QUESTION = "{answer} is named in the question, so it is not the answer. Find what the question asks: {question}"
 KIND = "The question asks for {wants}, and {answer} is not one. Find it: {question}"
+KIND_YEAR = (
+    "The question asks for {wants}, and {answer} reads as a year (a count of a thousand or more is written with a "
+    "comma). Find it: {question}"
+)
 WANTS = {"date": "a year or a date", "number": "a number"}
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
@@ -192,7 +201,8 @@ class VerifyAgent(ReActAgent):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
         if not form.fits(answer):
             assert form.wants is not None
-            text = KIND.format(wants=WANTS[form.wants], answer=answer, question=question)
+            template = KIND_YEAR if reads_as_year(answer) else KIND
+            text = template.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
         shared = self._shared(state, record, answer, question)
         if shared is not None:
@@ -200,13 +210,15 @@ class VerifyAgent(ReActAgent):
         unopened = self._unopened(state, record, answer)
         if unopened is not None or not (form.asks_for or form.described):
             return unopened
-        # The answer's own document says what it is: one lookup for both checks on it.
+        # The answer's own document says what it is: one lookup for both checks on it. A place may be titled with
+        # its region ("McLean, Virginia"), which the answer leaves out.
         definition = getattr(self._search_tool(), "definition", None)
-        sentence = definition(answer) if definition is not None else None
+        place = form.about_a_place
+        sentence = definition(answer, place=place) if definition is not None else None
         if sentence is None:
             return None
         refused = self._asks_for(form, record, answer, sentence) or self._described(form, record, answer, sentence)
-        return refused if refused is None else self._with_document(state, record, answer, refused)
+        return refused if refused is None else self._with_document(state, record, answer, refused, place)
 
     def _search_tool(self) -> object | None:
         """The run's search tool, whose document lookups (definition, open_named, open_mentioned) the checks use."""
@@ -216,13 +228,13 @@ class VerifyAgent(ReActAgent):
         self.details(record).refusal = RefusalDetails(reason, answer)
         return observation
 
-    def _with_document(self, state: LoopState, record: StepRecord, answer: str, refusal: str) -> str:
+    def _with_document(self, state: LoopState, record: StepRecord, answer: str, refusal: str, place: bool) -> str:
         """An asks_for or described refusal's Observation with the refused answer's own document, read or not, as a
         search shows it (its sentences nearest the question): the answer is the entity on the way, and its
         document most often holds what the question asks about it. Read among a page of other passages, the 1.5B
         model missed it ("Sonic" in Jim Cummings' document); shown alone after the refusal, it is the next hop
-        without a search."""
-        shown = self._open(state, record, "open_named", answer, exclude_seen=False)
+        without a search. With `place`, a document titled with the answer and a region counts as its own."""
+        shown = self._open(state, record, "open_named", answer, exclude_seen=False, place=place)
         return refusal if shown is None else f"{refusal}\n{DOCUMENT.format(text=shown[0])}"
 
     def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
@@ -466,16 +478,17 @@ class VerifyAgent(ReActAgent):
         return self._refuse(record, "same", answer, text)
 
     def _open(
-        self, state: LoopState, record: StepRecord, how: str, text: str, exclude_seen: bool = True
+        self, state: LoopState, record: StepRecord, how: str, text: str, exclude_seen: bool = True, **lookup: bool
     ) -> tuple[str, list[str]] | None:
         """Show the documents the search tool's `how` (open_named or open_mentioned) finds for `text` (those the run
-        has read left out, with `exclude_seen`), as this step's tool result: (the Observation, their titles), or
-        None where there are none or the search tool cannot open documents. A grounded run reads the Observation."""
+        has read left out, with `exclude_seen`; `lookup` is passed on: open_named's `place`), as this step's tool
+        result: (the Observation, their titles), or None where there are none or the search tool cannot open
+        documents. A grounded run reads the Observation."""
         tool = self._search_tool()
         opener = getattr(tool, how, None)
         if opener is None:
             return None
-        shown = opener(text, exclude=_seen_titles(state) if exclude_seen else frozenset())
+        shown = opener(text, exclude=_seen_titles(state) if exclude_seen else frozenset(), **lookup)
         reported = ToolDetails.from_dict(getattr(tool, "last_details", None))
         if shown is None or reported is None:
             return None
