@@ -421,6 +421,22 @@ def test_kind_refuses_a_year_for_a_number(tiny_index) -> None:
     assert trajectory.answer == "1,047"
 
 
+def test_kind_refuses_a_bare_number_for_a_thing_of_a_kind(tiny_index) -> None:
+    agent, _ = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Marie Curie Warsaw]",
+            "Thought: b\nFinal: 1867",  # a year read on the page; no document is titled 1867
+            "Thought: c\nFinal: Warsaw",
+        ],
+    )
+    trajectory = agent.run("In which city was Marie Curie born?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "kind" and refused.details.refusal.answer == "1867"
+    assert refused.observation.startswith("1867 is a number, and the question asks for a thing of another kind (city)")
+    assert trajectory.answer == "Warsaw"
+
+
 def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
     agent, _ = make(
         tiny_index,

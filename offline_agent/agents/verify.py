@@ -12,8 +12,9 @@ Final is not the end of the run but an Observation that says why, and the model 
   first hop, not the answer. Observation: find what the question asks about it.
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
   in it ("Kansas" for "a population of how many inhabitants?", answer_form.py), or asks for a number and gets a
-  year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma).
-  Observation: what the question asks for.
+  year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma), or asks
+  for a kind of thing ("which city") and gets a bare number that titles no document ("1927"). Observation: what
+  the question asks for.
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") is
   answered with the title of a document whose first sentence does not say it is one ("Dublin": "Dublin is the
   capital and largest city of Ireland"): the answer is a hop on the way, not the thing asked for. Observation:
@@ -113,6 +114,10 @@ KIND_YEAR = (
     "comma). Find it: {question}"
 )
 WANTS = {"date": "a year or a date", "number": "a number"}
+NUMBER_FOR_A_THING = (
+    "{answer} is a number, and the question asks for a thing of another kind ({kind}). Find it: {question}"
+)
+_LETTER = re.compile(r"[^\W\d_]")
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
 DESCRIBED = (
@@ -216,7 +221,7 @@ class VerifyAgent(ReActAgent):
         place = form.about_a_place
         sentence = definition(answer, place=place) if definition is not None else None
         if sentence is None:
-            return None
+            return self._number_for_a_thing(form, record, answer)
         refused = self._asks_for(form, record, answer, sentence) or self._described(form, record, answer, sentence)
         return refused if refused is None else self._with_document(state, record, answer, refused, place)
 
@@ -244,6 +249,15 @@ class VerifyAgent(ReActAgent):
             return None
         text = ASKS_FOR.format(kind=" ".join(form.asks_for), answer=answer, definition=sentence, question=form.question)
         return self._refuse(record, "asks_for", answer, text)
+
+    def _number_for_a_thing(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
+        """The `kind` check of a "which/what NOUN" question answered with a bare number that titles no document
+        ("1927" for "In which city was the composer of The Magic Flute born?"): a number is no city, river or
+        person. A number that titles a document ("1989", an album) is left to asks_for."""
+        if not form.asks_for or _LETTER.search(answer):
+            return None
+        text = NUMBER_FOR_A_THING.format(kind=" ".join(form.asks_for), answer=answer, question=form.question)
+        return self._refuse(record, "kind", answer, text)
 
     def _described(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
         """The `described` check: refuse an answer that is the title of a document whose first sentence
