@@ -23,8 +23,11 @@ than the check). Tests hold the two to each other.
 Excluded answers (`exclude`): an answer the verify strategy refused as wrong (it repeats the question, is a hop on
 the way, is not the kind of thing asked for, loses a comparison) may not be written afterwards, nor any span that
 begins with it or that it begins with ("Shirley Temple" excludes "Shirley" and "Shirley Temple Black", not
-"Shirley Jackson"). On the automaton: the edge of its last token is left out, and the edges of its other tokens
-may not end a span. A 1.5B model told why its answer is wrong most often writes it again; now it cannot, and
+"Shirley Jackson"), nor one whose last word it extends into a longer word ("Dublin" excludes "Dubliners": a model
+that writes the refused "Dublin" again is otherwise led on into "Dubliners", where the token that ends "Dublin" in
+the model's vocabulary leaves only "ers" to write, and jump-forward writes it without asking the model). On the
+automaton: the edges of its last token and of the words that extend it are left out, and the edges of its other
+tokens may not end a span. A 1.5B model told why its answer is wrong most often writes it again; now it cannot, and
 picks the next best span. Limit: a state of the automaton stands for several strings (a suffix of the answer that
 only ever occurs inside it, "Temple" in "Shirley Temple"), and those lose the same edges; an exclusion that would
 leave no answer at all is ignored. A yes/no answer is excluded as a word: "Yes" takes out "yes" and "Yes", and
@@ -53,6 +56,17 @@ class _Symbol:
     text: str
     spaced: bool
     is_word: bool
+
+
+def _extends(candidate: object, last: _Symbol) -> bool:
+    """Whether `candidate` (an edge of the automaton) is the word `last` or a longer word that begins with it,
+    spaced alike ("Dubliners" extends "Dublin")."""
+    return (
+        isinstance(candidate, _Symbol)
+        and candidate.is_word
+        and candidate.spaced == last.spaced
+        and candidate.text.startswith(last.text)
+    )
 
 
 def tokens(text: str) -> list[_Symbol]:
@@ -145,8 +159,9 @@ class Grounding:
 
     def _edges(self) -> _Edges:
         """What the excluded answers take out of the automaton as it is now: the edge of each one's last token
-        (`cut`) and the edges of its other tokens, which may not end a span (`through`); both with the first
-        token written with and without a space before it. Empty when that would leave no answer."""
+        and of every word that extends it (`cut`), and the edges of its other tokens, which may not end a span
+        (`through`); both with the first token written with and without a space before it. Empty when that would
+        leave no answer."""
         edges = _Edges()
         for symbols in self._excluded:
             for spaced in (False, True):
@@ -154,13 +169,15 @@ class Grounding:
                 path = [_Symbol(symbols[0].text, spaced, True), *symbols[1:]]
                 for position, symbol in enumerate(path):
                     assert state is not None
-                    if symbol not in self._states[state].next:
-                        break
+                    following = self._states[state].next
                     if position == len(path) - 1:
-                        edges.cut.add((state, symbol))
-                    elif symbol.is_word:
+                        edges.cut.update((state, word) for word in following if _extends(word, symbol))
+                        break
+                    if symbol not in following:
+                        break
+                    if symbol.is_word:
                         edges.through.add((state, symbol))
-                    state = self._states[state].next[symbol]
+                    state = following[symbol]
         if edges and not self.yes_no and not self._alternatives_left(edges):
             return _Edges()
         return edges

@@ -174,6 +174,19 @@ def test_excluded_answers_keep_the_three_deciders_equal(excluded, start: int, le
     assert lark.accepts(step) is verdict
 
 
+def test_an_excluded_answer_takes_out_the_longer_words_it_begins() -> None:
+    evidence = ["Joyce was born in Dublin.", "He wrote Dubliners.", "The River Liffey flows through Dublin."]
+    grounding = Grounding(evidence)
+    grounding.exclude("Dublin")
+    grammar = build_grammar(SPEC, grounding)
+    deciders = (grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance))
+    for answer, expected in [("Dublin", False), ("Dubliners", False), ("River Liffey", True), ("Joyce", True)]:
+        assert_deciders_say(deciders, answer, expected)
+    liffey = Grounding(["The River Liffey flows through Dublin, past the River Liffeyside walk."])
+    liffey.exclude("River Liffey")  # the last word extended after the same first words; alone, it stays
+    assert not liffey.accepts("River Liffeyside") and liffey.accepts("Liffeyside") and liffey.accepts("Dublin")
+
+
 def test_an_exclusion_that_would_leave_no_answer_is_ignored() -> None:
     grounding = Grounding(["Mount Elbrus", "Mount Kilimanjaro"], yes_no=False)
     grounding.exclude("Mount Elbrus")
