@@ -406,36 +406,35 @@ def test_a_number_that_reads_as_a_year_does_not_fit_a_count() -> None:
     assert answer_form("In which year was the novel published?").fits("1959")
 
 
-def test_kind_refuses_a_year_for_a_number(tiny_index) -> None:
-    agent, _ = make(
-        tiny_index,
-        [
-            "Thought: a\nAction: search[Vistula Warsaw Marie Curie]",
-            "Thought: b\nFinal: 1867",  # a year read on the page, not a length
-            "Thought: c\nFinal: 1,047",
-        ],
-    )
-    trajectory = agent.run("How many kilometres long is the river that flows through Warsaw?")
+@pytest.mark.parametrize(
+    ("question", "search", "answer", "refusal"),
+    [
+        # a year read on the page, not a length
+        (
+            "How many kilometres long is the river that flows through Warsaw?",
+            "Vistula Warsaw Marie Curie",
+            "1,047",
+            "The question asks for a number, and 1867 reads as a year",
+        ),
+        # a number, and no document is titled 1867
+        (
+            "In which city was Marie Curie born?",
+            "Marie Curie Warsaw",
+            "Warsaw",
+            "1867 is a number, and the question asks for a thing of another kind (city)",
+        ),
+    ],
+)
+def test_kind_refuses_a_year_for_a_number_and_a_number_for_a_thing(
+    tiny_index, question: str, search: str, answer: str, refusal: str
+) -> None:
+    outputs = [f"Thought: a\nAction: search[{search}]", "Thought: b\nFinal: 1867", f"Thought: c\nFinal: {answer}"]
+    agent, _ = make(tiny_index, outputs)
+    trajectory = agent.run(question)
     refused = trajectory.steps[1]
     assert refused.details.refusal.reason == "kind" and refused.details.refusal.answer == "1867"
-    assert refused.observation.startswith("The question asks for a number, and 1867 reads as a year")
-    assert trajectory.answer == "1,047"
-
-
-def test_kind_refuses_a_bare_number_for_a_thing_of_a_kind(tiny_index) -> None:
-    agent, _ = make(
-        tiny_index,
-        [
-            "Thought: a\nAction: search[Marie Curie Warsaw]",
-            "Thought: b\nFinal: 1867",  # a year read on the page; no document is titled 1867
-            "Thought: c\nFinal: Warsaw",
-        ],
-    )
-    trajectory = agent.run("In which city was Marie Curie born?")
-    refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "kind" and refused.details.refusal.answer == "1867"
-    assert refused.observation.startswith("1867 is a number, and the question asks for a thing of another kind (city)")
-    assert trajectory.answer == "Warsaw"
+    assert refused.observation.startswith(refusal)
+    assert trajectory.answer == answer
 
 
 @pytest.mark.parametrize(
@@ -554,6 +553,14 @@ def place_index(tmp_path):
     return open_corpus(folder)
 
 
+def assert_a_hop(refused, answer: str, because: str, title: str) -> None:
+    """`refused` is an asks_for refusal of `answer` whose Observation says why (`because`, after the kind) and shows
+    the answer's own document, titled `title`."""
+    assert refused.details.refusal.reason == "asks_for" and refused.details.refusal.answer == answer
+    assert refused.observation.startswith(f"{answer} is not what the question asks for {because}")
+    assert f"\nIts own document:\n[1] {title}: " in refused.observation
+
+
 def test_asks_for_finds_a_place_by_its_title_with_a_region(place_index) -> None:
     agent, _ = make(
         place_index,
@@ -564,12 +571,8 @@ def test_asks_for_finds_a_place_by_its_title_with_a_region(place_index) -> None:
         ],
     )
     trajectory = agent.run("In which county was Fryderyk Chopin born?")
-    refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "asks_for" and refused.details.refusal.answer == "Zelazowa Wola"
-    assert refused.observation.startswith(
-        "Zelazowa Wola is not what the question asks for (county): Zelazowa Wola is a village in Sochaczew County"
-    )
-    assert "\nIts own document:\n[1] Zelazowa Wola, Masovian Voivodeship: " in refused.observation
+    because = "(county): Zelazowa Wola is a village in Sochaczew County"
+    assert_a_hop(trajectory.steps[1], "Zelazowa Wola", because, "Zelazowa Wola, Masovian Voivodeship")
     assert trajectory.answer == "Sochaczew County" and trajectory.steps[2].details.refusal is None
 
 
@@ -585,13 +588,10 @@ def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:
     )
     trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
     refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "asks_for" and refused.details.refusal.answer == "Warsaw"
-    assert refused.observation.startswith(
-        "Warsaw is not what the question asks for (river): Warsaw is the capital of Poland.\nFind it:"
-    )
-    assert "Observation: Warsaw is not what the question asks for" in backend.calls[2].prompt
     # The refused answer is the hop on the way: its own document follows, read or not, and the next step may answer.
-    assert "\nIts own document:\n[1] Warsaw: " in refused.observation and refused.details.tool.titles == ["Warsaw"]
+    assert_a_hop(refused, "Warsaw", "(river): Warsaw is the capital of Poland.\nFind it:", "Warsaw")
+    assert "Observation: Warsaw is not what the question asks for" in backend.calls[2].prompt
+    assert refused.details.tool.titles == ["Warsaw"]
     assert trajectory.answer == "Vistula" and trajectory.steps[3].details.refusal is None
 
 
