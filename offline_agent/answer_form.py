@@ -431,18 +431,6 @@ def _bare_option(text: str) -> str:
     return text.strip("\"'“”‘’ ")
 
 
-# A verb that makes a run of words a clause: written in lower case, so a title that holds one ("This Is Spinal Tap",
-# "Love Is All Around") is not read as a sentence.
-_CLAUSE_VERB = re.compile(r"(?<![\w'’])(?:is|was|are|were|has|had|have)(?![\w'’])")
-MIN_SENTENCE_WORDS = 4
-
-
-def reads_as_sentence(answer: str) -> bool:
-    """Whether `answer` is a clause, not a name or a phrase: at least MIN_SENTENCE_WORDS words with a lower-case
-    is / was / are / were / has / had / have ("Teen Titans Go! is an American animated television series")."""
-    return len(answer.split()) >= MIN_SENTENCE_WORDS and bool(_CLAUSE_VERB.search(answer))
-
-
 def in_question(answer: str, question: str) -> bool:
     """True if `answer`, normalised as HotpotQA does, is a run of whole words of the question (whose dashes and
     slashes may also part words)."""
@@ -457,7 +445,6 @@ def in_question(answer: str, question: str) -> bool:
 
 __all__ = [
     "KINDS",
-    "MIN_SENTENCE_WORDS",
     "AnswerForm",
     "answer_form",
     "choice_options",
@@ -466,7 +453,6 @@ __all__ = [
     "kind_asked",
     "names_kind",
     "paired_subjects",
-    "reads_as_sentence",
     "reads_as_year",
     "shared_subjects",
 ]

@@ -13,7 +13,6 @@ from offline_agent.answer_form import (
     compares,
     in_question,
     paired_subjects,
-    reads_as_sentence,
     shared_subjects,
     which_of_options,
 )
@@ -435,37 +434,6 @@ def test_kind_refuses_a_year_for_a_number_and_a_number_for_a_thing(
     assert refused.details.refusal.reason == "kind" and refused.details.refusal.answer == "1867"
     assert refused.observation.startswith(refusal)
     assert trajectory.answer == answer
-
-
-@pytest.mark.parametrize(
-    ("answer", "sentence"),
-    [
-        ("Teen Titans Go! is an American animated television series", True),
-        ("The Vistula was the river", True),
-        ("This Is Spinal Tap", False),  # a title: its verb has a capital
-        ("Love Is All Around", False),
-        ("Vistula is long", False),  # three words
-        ("William Jefferson Clinton", False),
-        ("the river that has no name", True),
-    ],
-)
-def test_an_answer_reads_as_a_sentence(answer: str, sentence: bool) -> None:
-    assert reads_as_sentence(answer) is sentence
-
-
-def test_sentence_refuses_a_clause_and_takes_it_out(tiny_index) -> None:
-    clause = "Marie Curie was a physicist and chemist born in Warsaw in 1867"
-    agent, backend = make(
-        tiny_index,
-        ["Thought: a\nAction: search[Marie Curie Warsaw]", f"Thought: b\nFinal: {clause}", "Thought: c\nFinal: Warsaw"],
-        exclude_refused=True,
-    )
-    trajectory = agent.run("In which city was Marie Curie born?")
-    refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "sentence" and refused.details.refusal.answer == clause
-    assert refused.observation.startswith(f"Your answer is a sentence: {clause}\nWrite only the name")
-    assert not GbnfChecker(backend.calls[2].grammar).accepts(f"Thought: c\nFinal: {clause}\n")
-    assert trajectory.answer == "Warsaw"
 
 
 def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:

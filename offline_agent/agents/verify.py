@@ -15,9 +15,6 @@ Final is not the end of the run but an Observation that says why, and the model 
   year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma), or asks
   for a kind of thing ("which city") and gets a bare number that titles no document ("1927"). Observation: what
   the question asks for.
-- `sentence`: an open question's answer is a clause, not a name ("Teen Titans Go! is an American animated
-  television series ..."; answer_form.reads_as_sentence: four words or more with a lower-case is, was, has ...).
-  Observation: write only the words that answer.
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") is
   answered with the title of a document whose first sentence does not say it is one ("Dublin": "Dublin is the
   capital and largest city of Ireland"): the answer is a hop on the way, not the thing asked for. Observation:
@@ -59,7 +56,7 @@ Final is not the end of the run but an Observation that says why, and the model 
 
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
-kind, sentence, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later step's
+kind, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later step's
 grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused for want of reading (unread,
 one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by default), the step after
 a refusal whose Observation says what to find (SEARCH_REASONS) and shows no document may only search: told to
@@ -87,7 +84,6 @@ from offline_agent.answer_form import (
     kind_asked,
     names_kind,
     paired_subjects,
-    reads_as_sentence,
     reads_as_year,
     shared_subjects,
 )
@@ -105,9 +101,7 @@ MAX_REFUSALS = 3
 # Refusals that judge the answer itself wrong: with exclude_refused, it cannot be written again (Grounding.exclude).
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
-EXCLUDED_REASONS = frozenset(
-    ["in_question", "kind", "sentence", "asks_for", "described", "compare", "sides", "same", "shared"]
-)
+EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare", "sides", "same", "shared"])
 # Refusals whose Observation says what to find: with search_after_refusal, the next step may only search.
 SEARCH_REASONS = frozenset(["unread", "in_question", "kind", "asks_for", "described"])
 FINAL = "Final: "
@@ -118,10 +112,6 @@ KIND = "The question asks for {wants}, and {answer} is not one. Find it: {questi
 KIND_YEAR = (
     "The question asks for {wants}, and {answer} reads as a year (a count of a thousand or more is written with a "
     "comma). Find it: {question}"
-)
-SENTENCE = (
-    "Your answer is a sentence: {answer}\nWrite only the name, number or words that answer the question, as they "
-    "are written: {question}"
 )
 WANTS = {"date": "a year or a date", "number": "a number"}
 NUMBER_FOR_A_THING = (
@@ -214,8 +204,6 @@ class VerifyAgent(ReActAgent):
             return self._one_side(state, record, answer) or self._weigh(state, record, answer, reasons)
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
-        if reads_as_sentence(answer):
-            return self._refuse(record, "sentence", answer, SENTENCE.format(answer=answer, question=question))
         if not form.fits(answer):
             assert form.wants is not None
             template = KIND_YEAR if reads_as_year(answer) else KIND
