@@ -113,22 +113,21 @@ class TitleTable:
         start = 0
         while start < len(words):
             first = words[start].lstrip(_LEAD)
-            longest: tuple[int, list[int]] | None = None
+            longest: tuple[int, list[tuple[int, str]]] | None = None
             for end in range(start, min(start + MAX_TITLE_WORDS, len(words))):
                 written = " ".join([first, *words[start + 1 : end + 1]])
                 # The name may end in a full stop of its own ("Edgar Kaiser Sr.") or be followed by punctuation.
                 for candidate in dict.fromkeys((written, written.rstrip(_TRAIL))):
-                    rows = [r for r in named.get(hash(candidate), ()) if bare_title(self._titles[r]) == candidate]
-                    if rows:
-                        longest = (end, rows)
+                    documents = self._rows_named(named, candidate, bare_title)
+                    if documents:
+                        longest = (end, documents)
             if longest is None:
                 start += 1
                 continue
-            for row in longest[1]:
-                title = self._titles[row]
+            for passage_id, title in longest[1]:
                 if title not in seen:
                     seen.add(title)
-                    found.append((int(self.passage_ids[row]), title))
+                    found.append((passage_id, title))
             start = longest[0] + 1
         return found
 
