@@ -26,6 +26,10 @@ An open question may also say what kind of thing it asks for (`wants`): a year o
 "When was ..."), or a number ("How many ...", "how much", "how old", ...). An answer of that kind has a digit or a
 number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?"),
 and a number answered with a bare year ("1959" for "How many copies ... sold?").
+A date question may also name the event it dates (`event`: "founded" in "a special forces unit founded in what
+year?", "born" in "When was X born?", "die" in "In which year did X die?"); verify.py refuses a year that no
+sentence read gives for such an event (`dates_event`: "1945" from "Operation Cold Comfort was a failed SAS raid
+that began ... on February 17, 1945", the raid's date, for the year the SAS was founded).
 A "which/what NOUN" question names the kind of thing it asks for (`asks_for`: "river" in "Which river flows
 through the birth city of James Joyce?"); verify.py refuses an answer whose own document does not say it is one
 (Dublin, "the capital and largest city of Ireland", the first hop of that question). Words that name no kind of
@@ -130,6 +134,35 @@ _PREDICATE = re.compile(
 )
 _WANTS_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|old|tall|high|far|large|big|deep|wide)\b", re.IGNORECASE)
 _YEAR = re.compile(r"1\d{3}|20\d{2}")
+# The event a date question dates: the verb before "in what year" ("founded in what year?"), or the question's last
+# word ("When was X born?", "In which year did X die?"), when it is a past participle or a verb of the table below.
+_EVENT_BEFORE_YEAR = re.compile(
+    r"\b([a-z]+)\s+(?:in|on|during)\s+(?:what|which)\s+(?:year|date|decade|century)\b", re.IGNORECASE
+)
+_LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
+# Events a sentence may date in other words than the question's ("established in 1941" for "founded"), by the
+# stems of the words it uses; a life's span "(3 June 1865 – 20 January 1936)" dates a birth and a death.
+_EVENT_FAMILIES = {
+    "born": ("born", "birth", "b."),
+    "died": ("died", "death", "killed", "executed", "murdered"),
+    "founded": ("found", "establish", "form", "creat", "start", "incorporat", "set up", "launch", "open", "organi"),
+    "built": ("built", "build", "complet", "construct", "open", "finish", "erect", "inaugurat", "dedicat"),
+    "released": ("releas", "publish", "premier", "air", "debut", "launch", "issu", "record", "broadcast", "came out"),
+    "disbanded": ("disband", "dissolv", "clos", "end", "abolish", "demolish", "split", "broke up", "defunct", "ceas"),
+}
+_EVENTS = {
+    **dict.fromkeys(["born"], "born"),
+    **dict.fromkeys(["die", "died"], "died"),
+    **dict.fromkeys(["found", "founded", "establish", "established", "form", "formed", "create", "created"], "founded"),
+    **dict.fromkeys(["incorporated", "start", "started"], "founded"),
+    **dict.fromkeys(["build", "built", "complete", "completed", "construct", "constructed", "open", "opened"], "built"),
+    **dict.fromkeys(
+        ["release", "released", "publish", "published", "premiere", "premiered", "air", "aired"], "released"
+    ),
+    **dict.fromkeys(["debut", "debuted", "launch", "launched", "issued", "recorded", "broadcast"], "released"),
+    **dict.fromkeys(["disband", "disbanded", "dissolve", "dissolved", "close", "closed", "end", "ended"], "disbanded"),
+    **dict.fromkeys(["abolished", "demolished"], "disbanded"),
+}
 _WHERE = re.compile(r"^\W*where\b", re.IGNORECASE)
 # Kinds of place: a question that asks for one, or describes one on the way, is about a place.
 _PLACES = frozenset(
@@ -155,6 +188,7 @@ class AnswerForm:
     asks_for: tuple[str, ...] = ()  # the words of "which/what NOUN" naming the kind of thing asked for
     options: tuple[str, ...] = ()  # a choice's options, where choice_options finds them
     described: tuple[str, ...] = ()  # kinds of the entities "the NOUN that ..." describes on the way to the answer
+    event: str | None = None  # the verb of the event a date question dates ("founded", "born", "die"), if it names one
 
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular). A
@@ -170,6 +204,20 @@ class AnswerForm:
         capitalised word is part of another thing's name: "McLean is a census-designated place in Fairfax
         County" does not say McLean is a county."""
         return not self.asks_for or _names_kind(_own_words(text), self.asks_for) is not None
+
+    def dates_event(self, sentence: str, answer: str) -> bool:
+        """Whether `sentence`, which holds `answer`, dates the event the question asks about (always, when it names
+        none): it has a word of the event's family ("established" for "founded"), or another form of the question's
+        own verb ("elect" for "elected"); a birth or death may also be dated by a life's span ("(1927–2013)")."""
+        if self.event is None:
+            return True
+        family = _EVENTS.get(self.event.lower())
+        stems = _EVENT_FAMILIES[family] if family else (_stem(self.event),)
+        if re.search(r"(?<!\w)(?:" + "|".join(re.escape(stem) for stem in stems) + ")", sentence, re.IGNORECASE):
+            return True
+        year = re.escape(answer.strip())
+        span = {"born": rf"{year}[^()–-]{{0,3}}[–-]", "died": rf"[–-][^()–-]{{0,20}}{year}"}.get(family or "")
+        return span is not None and re.search(span, sentence) is not None
 
     @property
     def about_a_place(self) -> bool:
@@ -219,9 +267,25 @@ def answer_form(question: str) -> AnswerForm:
         return AnswerForm("choice", question, yes_no=False, options=named)
     wants = "date" if _WANTS_DATE.search(question) else "number" if _WANTS_NUMBER.search(question) else None
     asks_for = () if wants else _kind_asked(question)
-    return AnswerForm(
-        "open", question, yes_no=False, wants=wants, asks_for=asks_for, described=_described(question, asks_for)
-    )
+    described = _described(question, asks_for)
+    event = _event_asked(question) if wants == "date" else None
+    return AnswerForm("open", question, yes_no=False, wants=wants, asks_for=asks_for, described=described, event=event)
+
+
+def _event_asked(question: str) -> str | None:
+    """The verb of the event a date question dates ("founded" in "... a unit founded in what year?", "born" in "When
+    was X born?"): the word before "in what year", else the last word, when it is a verb of _EVENTS or ends in -ed."""
+    for match in (_EVENT_BEFORE_YEAR.search(question), _LAST_WORD.search(question)):
+        word = match.group(1).lower() if match else ""
+        if word in _EVENTS or (word.endswith("ed") and len(word) > 4):
+            return word
+    return None
+
+
+def _stem(verb: str) -> str:
+    """A crude stem of a past participle, enough to match "elected" with "election" and "married" with "marry"."""
+    stem = verb.lower().removesuffix("ed")
+    return stem[: max(4, len(stem) - 1)]
 
 
 def _described(question: str, asks_for: tuple[str, ...]) -> tuple[str, ...]:

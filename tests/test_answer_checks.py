@@ -406,6 +406,78 @@ def test_a_number_that_reads_as_a_year_does_not_fit_a_count() -> None:
 
 
 @pytest.mark.parametrize(
+    ("question", "event"),
+    [
+        ("Operation Cold Comfort was a failed raid by a special forces unit founded in what year?", "founded"),
+        ("In what year was the singer who popularized the song born?", "born"),
+        ("In which year did the emperor who commissioned the Taj Mahal die?", "die"),
+        ("When was the man who hosted the show elected?", "elected"),
+        ("What year did Guns N Roses perform a promo for a movie?", None),  # no event verb at either place
+        ("When did the Vistula flood Warsaw?", None),
+        ("How many copies of the novel were sold?", None),  # not a date question
+    ],
+)
+def test_the_event_a_date_question_dates(question: str, event: str | None) -> None:
+    assert answer_form(question).event == event
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "answer", "dates"),
+    [
+        (
+            "A unit founded in what year?",
+            "Operation Cold Comfort was a failed SAS raid on February 17, 1945.",
+            "1945",
+            False,
+        ),
+        (
+            "A unit founded in what year?",
+            "The Special Air Service was established in 1941.",
+            "1941",
+            True,
+        ),  # its family
+        ("When was the singer born?", "The song was popularized by Patti Page in 1949.", "1949", False),
+        (
+            "When was the singer born?",
+            "Clara Ann Fowler (November 8, 1927 – January 1, 2013) was a singer.",
+            "1927",
+            True,
+        ),
+        (
+            "When did the singer die?",
+            "Clara Ann Fowler (November 8, 1927 – January 1, 2013) was a singer.",
+            "2013",
+            True,
+        ),
+        (
+            "When did the singer die?",
+            "Clara Ann Fowler (November 8, 1927 – January 1, 2013) was a singer.",
+            "1927",
+            False,
+        ),
+        ("When was the man elected?", "He won the election of 1990.", "1990", True),  # another form of its own verb
+        ("When did the Vistula flood Warsaw?", "Warsaw was rebuilt after 1945.", "1945", True),  # no event named
+    ],
+)
+def test_a_sentence_dates_the_event_asked_about(question: str, sentence: str, answer: str, dates: bool) -> None:
+    assert answer_form(question).dates_event(sentence, answer) is dates
+
+
+def test_event_refuses_the_date_of_something_else_and_shows_its_sentence(tiny_index) -> None:
+    outputs = ["Thought: a\nAction: search[Pierre Curie]", "Thought: b\nFinal: 1903", "Thought: c\nFinal: 1859"]
+    agent, backend = make(tiny_index, outputs, exclude_refused=True)
+    trajectory = agent.run("In which year was the physicist who shared the Nobel Prize with Marie Curie born?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "event" and refused.details.refusal.answer == "1903"
+    assert refused.observation.startswith(
+        'What you have read gives 1903 as the date of something else, not of when it was born: "He shared the 1903'
+    )
+    assert trajectory.answer == "1859"
+    grammar = GbnfChecker(backend.calls[2].grammar)
+    assert not grammar.accepts("Thought: c\nFinal: 1903\n") and grammar.accepts("Thought: c\nFinal: 1859\n")
+
+
+@pytest.mark.parametrize(
     ("question", "search", "answer", "refusal"),
     [
         # a year read on the page, not a length

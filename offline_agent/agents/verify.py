@@ -91,7 +91,7 @@ from offline_agent.backends.base import aside
 from offline_agent.compare import Comparison, comparison, measure, same_year, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.parse import WordParser
-from offline_agent.retrieval import first_sentence
+from offline_agent.retrieval import first_sentence, split_sentences
 from offline_agent.steps import Step, StepRecord
 
 Named = tuple[str, str]  # a document a question names: (title, head), from the search tool's named_document
@@ -101,9 +101,11 @@ MAX_REFUSALS = 3
 # Refusals that judge the answer itself wrong: with exclude_refused, it cannot be written again (Grounding.exclude).
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
-EXCLUDED_REASONS = frozenset(["in_question", "kind", "asks_for", "described", "compare", "sides", "same", "shared"])
+EXCLUDED_REASONS = frozenset(
+    ["in_question", "kind", "event", "asks_for", "described", "compare", "sides", "same", "shared"]
+)
 # Refusals whose Observation says what to find: with search_after_refusal, the next step may only search.
-SEARCH_REASONS = frozenset(["unread", "in_question", "kind", "asks_for", "described"])
+SEARCH_REASONS = frozenset(["unread", "in_question", "kind", "event", "asks_for", "described"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
@@ -118,6 +120,10 @@ NUMBER_FOR_A_THING = (
     "{answer} is a number, and the question asks for a thing of another kind ({kind}). Find it: {question}"
 )
 _LETTER = re.compile(r"[^\W\d_]")
+EVENT = (
+    'What you have read gives {answer} as the date of something else, not of when it was {event}: "{sentence}"\n'
+    "Find the date the question asks for: {question}"
+)
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
 DESCRIBED = (
@@ -209,6 +215,9 @@ class VerifyAgent(ReActAgent):
             template = KIND_YEAR if reads_as_year(answer) else KIND
             text = template.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
+        event = self._event(state, record, form, answer)
+        if event is not None:
+            return event
         shared = self._shared(state, record, answer, question)
         if shared is not None:
             return shared
@@ -258,6 +267,20 @@ class VerifyAgent(ReActAgent):
             return None
         text = NUMBER_FOR_A_THING.format(kind=" ".join(form.asks_for), answer=answer, question=form.question)
         return self._refuse(record, "kind", answer, text)
+
+    def _event(self, state: LoopState, record: StepRecord, form: AnswerForm, answer: str) -> str | None:
+        """The `event` check: refuse a date that the sentences read hold (as whole words) only where they date
+        something other than the event the question asks about (AnswerForm.dates_event). An answer no read
+        sentence holds (written across two, or from the question) is left alone."""
+        if form.event is None:
+            return None
+        holds = re.compile(rf"(?<![\w]){re.escape(answer.strip())}(?![\w])", re.IGNORECASE)
+        sentences = [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
+        if not sentences or any(form.dates_event(sentence, answer) for sentence in sentences):
+            return None
+        event = "died" if form.event.lower() == "die" else form.event.lower()
+        text = EVENT.format(answer=answer, event=event, sentence=sentences[0], question=form.question)
+        return self._refuse(record, "event", answer, text)
 
     def _described(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
         """The `described` check: refuse an answer that is the title of a document whose first sentence
@@ -524,6 +547,16 @@ def _two_documents(
     if first is None or second is None or first[0] == second[0]:
         return None
     return first, second
+
+
+def _read_sentences(state: LoopState) -> list[str]:
+    """The sentences of every Observation the run has had, in order; a passage's " ... " between the excerpts of
+    a document ends a sentence too."""
+    sentences = []
+    for step in state.trajectory.steps:
+        for excerpt in (step.observation or "").split(" ... "):
+            sentences.extend(excerpt[start:end] for start, end in split_sentences(excerpt))
+    return sentences
 
 
 def _seen_titles(state: LoopState) -> set[str]:
