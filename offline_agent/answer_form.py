@@ -25,7 +25,8 @@ rules misread loses only the restriction, since every form still allows what was
 An open question may also say what kind of thing it asks for (`wants`): a year or date ("In which year ...",
 "When was ..."), or a number ("How many ...", "how much", "how old", ...). An answer of that kind has a digit or a
 number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?"),
-and a number answered with a bare year ("1959" for "How many copies ... sold?").
+and a number answered with a bare year ("1959" for "How many copies ... sold?"), and a date with a bare
+number of one to three digits ("17").
 A date question may also name the event it dates (`event`: "founded" in "a special forces unit founded in what
 year?", "born" in "When was X born?", "die" in "In which year did X die?"); verify.py refuses a year that no
 sentence read gives for such an event (`dates_event`: "1945" from "Operation Cold Comfort was a failed SAS raid
@@ -134,6 +135,8 @@ _PREDICATE = re.compile(
 )
 _WANTS_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|old|tall|high|far|large|big|deep|wide)\b", re.IGNORECASE)
 _YEAR = re.compile(r"1\d{3}|20\d{2}")
+# A bare number of one to three digits: a day, a count or a page, not a year ("17" of "February 17, 1945").
+_SHORT_NUMBER = re.compile(r"\d{1,3}")
 # The event a date question dates: the verb before "in what year" ("founded in what year?"), or the question's last
 # word ("When was X born?", "In which year did X die?"), when it is a past participle or a verb of the table below.
 _EVENT_BEFORE_YEAR = re.compile(
@@ -193,8 +196,12 @@ class AnswerForm:
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular). A
         number must not read as a year: English writes a count or measure of a thousand or more with a comma
-        ("1,462 hypermarkets"), and a year without ("1959", answering "How many copies ... sold?")."""
+        ("1,462 hypermarkets"), and a year without ("1959", answering "How many copies ... sold?"). A date is
+        not a bare number of one to three digits ("17", the day of "February 17, 1945": no dev200 or sample question
+        dates anything before the year 1000)."""
         if self.wants == "number" and reads_as_year(answer):
+            return False
+        if self.wants == "date" and _SHORT_NUMBER.fullmatch(answer.strip()):
             return False
         return self.wants is None or bool(_NUMBER.search(answer))
 

@@ -13,6 +13,7 @@ Final is not the end of the run but an Observation that says why, and the model 
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
   in it ("Kansas" for "a population of how many inhabitants?", answer_form.py), or asks for a number and gets a
   year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma), or asks
+  for a date and gets a bare number of one to three digits ("17", the day of "February 17, 1945"), or asks
   for a kind of thing ("which city") and gets a bare number that titles no document ("1927"). Observation: what
   the question asks for.
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") is
