@@ -54,13 +54,6 @@ Final is not the end of the run but an Observation that says why, and the model 
   "(1945 film)" aside, is the answer as written): the model names a hop it has not made. The Observation is that
   document, so the model reads it before answering again (an answer that really is that entity is then
   accepted, one search later).
-- `unlinked`: the question names documents ("Alfred Balk", "D1NZ"; titles.TitleTable.mentions), and the answer is
-  only in documents the run read that no chain of names leads to from them (a document is linked when it names,
-  or is named by, one the question names or one already linked; the question's own documents count whether read
-  or not): the model took an entity from a distractor passage ("Lyndon Johnson", from an executive order's page,
-  for the Vice President whose committee Balk served; "Woodblock printing" for D1NZ's technique). The
-  Observation is the documents the question names, their sentences nearest the question, so the model reads the
-  first hop it skipped. Like unopened, a refusal for want of reading: an answer written again after it is kept.
 
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
@@ -138,10 +131,6 @@ DESCRIBED = (
     "{answer} is the {kind} the question describes, a step on the way: {definition}\n"
     "Find what the question asks about it: {question}"
 )
-UNLINKED = (
-    "{answer} is only in {holding}, and nothing the question names leads there. What the question names:\n{text}\n"
-    "Now answer the question: {question}"
-)
 ONE_SIDE = "The question also names {titles}, which you have not read:\n{text}\nNow answer the question: {question}"
 COMPARE = (
     "Compare the numbers: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
@@ -166,8 +155,8 @@ SAME = (
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, kind, event, asks for, described, one side, compare,
-    sides, same, shared, unopened, unlinked) first."""
+    """ReAct whose Finals are checked (unread, in the question, kind, asks for, described, one side, compare, sides,
+    same, shared, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -234,17 +223,10 @@ class VerifyAgent(ReActAgent):
         if shared is not None:
             return shared
         unopened = self._unopened(state, record, answer)
-        if unopened is not None:
+        if unopened is not None or not (form.asks_for or form.described):
             return unopened
-        return self._as_defined(state, record, form, answer) or self._unlinked(state, record, answer)
-
-    def _as_defined(self, state: LoopState, record: StepRecord, form: AnswerForm, answer: str) -> str | None:
-        """The checks of what the answer's own document says it is (asks_for, described, and kind's number for a
-        thing), for a question that asks for a kind of thing or describes one on the way."""
-        if not (form.asks_for or form.described):
-            return None
-        # One lookup for both checks. A place may be titled with its region ("McLean, Virginia"), which the answer
-        # leaves out.
+        # The answer's own document says what it is: one lookup for both checks on it. A place may be titled with
+        # its region ("McLean, Virginia"), which the answer leaves out.
         definition = getattr(self._search_tool(), "definition", None)
         place = form.about_a_place
         sentence = definition(answer, place=place) if definition is not None else None
@@ -361,38 +343,6 @@ class VerifyAgent(ReActAgent):
             title=titles[0] if titles else answer, text=observation, question=state.trajectory.question
         )
         return self._refuse(record, "unopened", answer, text)
-
-    def _unlinked(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
-        """The `unlinked` check: refuse an answer found only in read documents that no chain of names links to a
-        document the question names, and show the question's documents (through the search tool's
-        `named_passages`, `passage_text` and `open_mentioned`)."""
-        tool = self._search_tool()
-        named_passages = getattr(tool, "named_passages", None)
-        passage_text = getattr(tool, "passage_text", None)
-        question = state.trajectory.question
-        if named_passages is None or passage_text is None:
-            return None
-        named = {title: passage_text(pid) for pid, title in named_passages(question)}
-        read = _read_texts(state, passage_text)
-        holds = re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
-        holding = [title for title, text in read.items() if holds.search(text)]
-        if not named or not holding:
-            return None
-        texts = {**read, **named}
-        names = {title: {name for _, name in named_passages(text)} for title, text in texts.items()}
-        linked = set(named)
-        while True:
-            more = {t for t in texts if t not in linked and (names[t] & linked or any(t in names[u] for u in linked))}
-            if not more:
-                break
-            linked |= more
-        if linked.intersection(holding):
-            return None
-        shown = self._open(state, record, "open_mentioned", question, exclude_seen=False)
-        if shown is None:
-            return None
-        text = UNLINKED.format(answer=answer, holding=" and ".join(holding), text=shown[0], question=question)
-        return self._refuse(record, "unlinked", answer, text)
 
     def _one_side(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
         """The `one_side` check: refuse the answer to a yes/no or choice question that names documents the run has
@@ -608,19 +558,6 @@ def _read_sentences(state: LoopState) -> list[str]:
         for excerpt in (step.observation or "").split(" ... "):
             sentences.extend(excerpt[start:end] for start, end in split_sentences(excerpt))
     return sentences
-
-
-def _read_texts(state: LoopState, passage_text: Callable[[int], str]) -> dict[str, str]:
-    """title -> the text of every passage of it the run's tool calls have shown, in order, joined."""
-    shown: dict[str, list[int]] = {}
-    for step in state.trajectory.steps:
-        tool = step.details.tool if step.details is not None else None
-        if tool is not None and tool.ids is not None and tool.titles is not None:
-            for passage_id, title in zip(tool.ids, tool.titles, strict=False):
-                ids = shown.setdefault(title, [])
-                if passage_id not in ids:
-                    ids.append(passage_id)
-    return {title: " ".join(passage_text(pid) for pid in ids) for title, ids in shown.items()}
 
 
 def _seen_titles(state: LoopState) -> set[str]:

@@ -196,15 +196,6 @@ class SearchTool(_ThreadDetails):
         it), up to k, those titled in `exclude` left out; None when it names no other document."""
         return self._show_documents(text, self.session.titles().mentions(text, exclude=exclude))
 
-    def named_passages(self, text: str) -> list[tuple[int, str]]:
-        """(first passage id, title) of each document `text` names (titles.TitleTable.mentions: its bare title
-        written in it), in the order of first mention."""
-        return self.session.titles().mentions(text)
-
-    def passage_text(self, passage_id: int) -> str:
-        """The text of the passage `passage_id` (an id a search reported in its details)."""
-        return self.session.index.passage(passage_id).text
-
     def _show_documents(self, query: str, found: list[tuple[int, str]]) -> str | None:
         """The Observation of the first passages of up to k documents found by name ((passage id, title) pairs),
         as a search for `query` shows them; None when there are none."""
