@@ -149,7 +149,8 @@ def control_options() -> Decorator:
                 default=ANSWER_DEFAULTS["exclude_refused"],
                 show_default=True,
                 help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, is not "
-                "the kind of thing asked for, is the entity the question describes on the way, loses a comparison, "
+                "the kind of thing asked for, dates another event than the one asked about, is the entity the "
+                "question describes on the way, loses a comparison, "
                 "is not in both documents of a question about what two things share) cannot be written again, nor "
                 "a span that begins with it or that it begins with.",
             ),
@@ -166,7 +167,8 @@ def control_options() -> Decorator:
                 default=False,
                 show_default=True,
                 help="With --agent verify: after a Final refused for want of a fact and shown no document (not in "
-                "what the run has read, repeats the question, not the kind of thing asked for), the next step may "
+                "what the run has read, repeats the question, not the kind of thing asked for, dates another "
+                "event), the next step may "
                 "only search.",
             ),
             click.option(
