@@ -8,8 +8,12 @@ search on, and an answer comes out in the form the evidence gives it ("River Lif
 What counts as a span: the text is cut into sentences (a span never crosses one) and each sentence into tokens
 (words, with internal hyphens, apostrophes and full stops, as in "Jean-Paul", "O'Brien", "U.S"; every other
 non-space character is a token of its own). A span is a run of consecutive tokens of one sentence that starts and
-ends on a word, written with the spacing of the source ("Dublin, Ireland"). Every span of every sentence is
-accepted, at any length; `yes` and `no` (either case) always are.
+ends on a word, written with the spacing of the source ("Dublin, Ireland"), and holds no copula: the lower-case
+words "is", "was", "are" and "were" cut a sentence as its end does (`CLAUSE_ENDS`), so "Teen Titans Go! is an
+American animated television series" gives "Teen Titans Go!" and "an American animated television series", not
+the clause. Written out, the 1.5B model ran on from a name into its sentence's predicate (6 Finals of dev200 and
+the sample, all wrong), and no gold answer of either holds a copula; a title's "Is" has a capital and stays. Every
+span of every sentence is accepted, at any length; `yes` and `no` (either case) always are.
 
 How: the tokens of all sentences go into one word-level suffix automaton (a sentence ends in a symbol of its own,
 so no path crosses sentences). Every path from its start is a span, so the GBNF is one rule per state: a token,
@@ -47,6 +51,8 @@ from offline_agent.retrieval.sentences import split_sentences
 # A word: letters or digits, joined across ' ’ - . inside it; anything else that is not a space is a token alone.
 _TOKEN = re.compile(r"(\s*)([^\W_]+(?:['’.\-][^\W_]+)*|\S)")
 YES_NO = ("yes", "no", "Yes", "No")
+# Words no span holds: they end the clause of a name and begin its predicate ("X is a ...").
+CLAUSE_ENDS = frozenset(["is", "was", "are", "were"])
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,7 @@ class Grounding:
         self._states = [_State()]
         self._last = 0
         self._sentences = 0
+        self._ends = 0  # separators written: one after each sentence, and one for each copula in it
         self._excluded: list[list[_Symbol]] = []
         self._digest = hashlib.sha256()
         for text in texts:
@@ -195,9 +202,17 @@ class Grounding:
             if not any(symbol.is_word for symbol in symbols):
                 continue
             for symbol in symbols:
-                self._extend(symbol)
-            self._extend(("end", self._sentences))  # a separator no other sentence shares
+                if symbol.is_word and symbol.text in CLAUSE_ENDS:
+                    self._end_span()
+                else:
+                    self._extend(symbol)
+            self._end_span()
             self._sentences += 1
+
+    def _end_span(self) -> None:
+        """Write a separator no other place shares: no span crosses it."""
+        self._extend(("end", self._ends))
+        self._ends += 1
 
     def _extend(self, symbol: object) -> None:
         """The suffix-automaton step (one symbol appended to the text read so far)."""

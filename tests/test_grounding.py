@@ -59,11 +59,22 @@ def grounded():
         (", Ireland", False),  # and starts on one
         ("Ulysses. The Liffey", False),  # and never crosses a sentence
         ("river Liffey flows", False),
+        ("The Liffey is a river in Ireland", False),  # a clause: a copula ends the span of a name
+        ("The Liffey", True),
+        ("a river in Ireland", True),
         ("", False),
     ],
 )
 def test_span_language_agrees_in_python_gbnf_and_lark(grounded, answer: str, expected: bool) -> None:
     assert_deciders_say(grounded, answer, expected)
+
+
+def test_a_copula_cuts_spans_only_in_lower_case() -> None:
+    grounding = Grounding(["What Is Love is a song. The band were formed in 1990, and it is still touring."])
+    assert grounding.accepts("What Is Love") and not grounding.accepts("What Is Love is a song")
+    assert grounding.accepts("a song") and grounding.accepts("formed in 1990, and it")
+    assert not grounding.accepts("The band were formed") and not grounding.accepts("it is still touring")
+    assert len(grounding) == 2  # sentences read, whatever the copulas
 
 
 def assert_deciders_say(deciders, answer: str, expected: bool) -> None:
