@@ -134,7 +134,8 @@ def control_options() -> Decorator:
                 default=ANSWER_DEFAULTS["grounded"],
                 show_default=True,
                 help="The Final answer may only be a span of the question or of what the searches returned (or "
-                "yes/no): each step's grammar is rebuilt from what the run has read.",
+                "yes/no), within one sentence and without a lower-case is/was/are/were: each step's grammar is "
+                "rebuilt from what the run has read.",
             ),
             click.option(
                 "--answer-form/--no-answer-form",
