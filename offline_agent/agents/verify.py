@@ -275,7 +275,7 @@ class VerifyAgent(ReActAgent):
         sentence holds (written across two, or from the question) is left alone."""
         if form.event is None:
             return None
-        holds = re.compile(rf"(?<![\w]){re.escape(answer.strip())}(?![\w])", re.IGNORECASE)
+        holds = re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
         sentences = [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
         if not sentences or any(form.dates_event(sentence, answer) for sentence in sentences):
             return None

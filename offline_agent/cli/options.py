@@ -151,9 +151,9 @@ def control_options() -> Decorator:
                 show_default=True,
                 help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, is not "
                 "the kind of thing asked for, dates another event than the one asked about, is the entity the "
-                "question describes on the way, loses a comparison, "
-                "is not in both documents of a question about what two things share) cannot be written again, nor "
-                "a span that begins with it or that it begins with.",
+                "question describes on the way, loses a comparison, is not in both documents of a question about "
+                "what two things share) cannot be written again, nor a span that begins with it or that it begins "
+                "with.",
             ),
             click.option(
                 "--fresh-calls/--no-fresh-calls",
@@ -169,8 +169,7 @@ def control_options() -> Decorator:
                 show_default=True,
                 help="With --agent verify: after a Final refused for want of a fact and shown no document (not in "
                 "what the run has read, repeats the question, not the kind of thing asked for, dates another "
-                "event), the next step may "
-                "only search.",
+                "event), the next step may only search.",
             ),
             click.option(
                 "--first-search/--no-first-search",
