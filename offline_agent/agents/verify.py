@@ -275,7 +275,7 @@ class VerifyAgent(ReActAgent):
         sentence holds (written across two, or from the question) is left alone."""
         if form.event is None:
             return None
-        holds = re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
+        holds = _as_words(answer)
         sentences = [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
         if not sentences or any(form.dates_event(sentence, answer) for sentence in sentences):
             return None
@@ -309,7 +309,7 @@ class VerifyAgent(ReActAgent):
         found = _two_documents(state, named, pair)
         if found is None:
             return None
-        holds = re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
+        holds = _as_words(answer)
         texts = {
             title: document(bare_title(title), prefer=lambda t, _, title=title: t == title) or head
             for title, head in found
@@ -548,6 +548,11 @@ def _two_documents(
     if first is None or second is None or first[0] == second[0]:
         return None
     return first, second
+
+
+def _as_words(answer: str) -> re.Pattern[str]:
+    """A pattern that finds `answer` in a text as whole words, case aside."""
+    return re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
 
 
 def _read_sentences(state: LoopState) -> list[str]:
