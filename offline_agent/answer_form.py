@@ -153,19 +153,19 @@ _EVENT_FAMILIES = {
     "released": ("releas", "publish", "premier", "air", "debut", "launch", "issu", "record", "broadcast", "came out"),
     "disbanded": ("disband", "dissolv", "clos", "end", "abolish", "demolish", "split", "broke up", "defunct", "ceas"),
 }
-_EVENTS = {
-    **dict.fromkeys(["born"], "born"),
-    **dict.fromkeys(["die", "died"], "died"),
-    **dict.fromkeys(["found", "founded", "establish", "established", "form", "formed", "create", "created"], "founded"),
-    **dict.fromkeys(["incorporated", "start", "started"], "founded"),
-    **dict.fromkeys(["build", "built", "complete", "completed", "construct", "constructed", "open", "opened"], "built"),
-    **dict.fromkeys(
-        ["release", "released", "publish", "published", "premiere", "premiered", "air", "aired"], "released"
-    ),
-    **dict.fromkeys(["debut", "debuted", "launch", "launched", "issued", "recorded", "broadcast"], "released"),
-    **dict.fromkeys(["disband", "disbanded", "dissolve", "dissolved", "close", "closed", "end", "ended"], "disbanded"),
-    **dict.fromkeys(["abolished", "demolished"], "disbanded"),
+# The question's verbs of each family; any other verb ending in -ed is its own family (`_stem`).
+_EVENT_VERBS = {
+    "born": ("born",),
+    "died": ("die", "died"),
+    "founded": ("found", "founded", "establish", "established", "form", "formed", "create", "created", "incorporated")
+    + ("start", "started"),
+    "built": ("build", "built", "complete", "completed", "construct", "constructed", "open", "opened"),
+    "released": ("release", "released", "publish", "published", "premiere", "premiered", "air", "aired", "debut")
+    + ("debuted", "launch", "launched", "issued", "recorded", "broadcast"),
+    "disbanded": ("disband", "disbanded", "dissolve", "dissolved", "close", "closed", "end", "ended", "abolished")
+    + ("demolished",),
 }
+_EVENTS = {verb: family for family, verbs in _EVENT_VERBS.items() for verb in verbs}
 _WHERE = re.compile(r"^\W*where\b", re.IGNORECASE)
 # Kinds of place: a question that asks for one, or describes one on the way, is about a place.
 _PLACES = frozenset(
@@ -218,7 +218,7 @@ class AnswerForm:
         own verb ("elect" for "elected"); a birth or death may also be dated by a life's span ("(1927–2013)")."""
         if self.event is None:
             return True
-        family = _EVENTS.get(self.event.lower())
+        family = _EVENTS.get(self.event)
         stems = _EVENT_FAMILIES[family] if family else (_stem(self.event),)
         if re.search(r"(?<!\w)(?:" + "|".join(re.escape(stem) for stem in stems) + ")", sentence, re.IGNORECASE):
             return True

@@ -279,7 +279,7 @@ class VerifyAgent(ReActAgent):
         sentences = [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
         if not sentences or any(form.dates_event(sentence, answer) for sentence in sentences):
             return None
-        event = "died" if form.event.lower() == "die" else form.event.lower()
+        event = "died" if form.event == "die" else form.event
         text = EVENT.format(answer=answer, event=event, sentence=sentences[0], question=form.question)
         return self._refuse(record, "event", answer, text)
 
