@@ -360,8 +360,16 @@ def _looks_like_a_verb(word: str, after: list[str]) -> bool:
     return ends_like_a_verb and bool(after) and after[0].lower() in _VERB_OBJECTS
 
 
+# Nouns whose plural is the singular: the rules of _singular would cut "series" to "sery", and a document that says
+# it is "a television series" would not be the show a question asks for.
+_SAME_IN_PLURAL = frozenset(["series", "species", "news", "means", "headquarters", "crossroads"])
+
+
 def _singular(word: str) -> str:
-    """A crude singular, enough to match "rivers" with "river" and "churches" with "church"."""
+    """A crude singular, enough to match "rivers" with "river" and "churches" with "church"; a word the same in
+    both numbers ("series") or ending in -us or -is ("campus", "metropolis") is kept whole, not cut to "sery"."""
+    if word in _SAME_IN_PLURAL or word.endswith(("us", "is")):
+        return word
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
     if word.endswith(("ches", "shes", "sses", "xes")):
