@@ -512,14 +512,27 @@ def _bare_option(text: str) -> str:
 
 def in_question(answer: str, question: str) -> bool:
     """True if `answer`, normalised as HotpotQA does, is a run of whole words of the question (whose dashes and
-    slashes may also part words)."""
+    slashes may also part words); not when it is a name that ends in the kind of thing the question asks for and is
+    written right after its which/what: "Hawaii County" answers "... is in what Hawaii county?" (but "Gator Country"
+    is in "What Gator Country guitarist ...?")."""
     from offline_agent.eval.metrics import normalize_answer
 
+    if _names_the_kind_asked(answer.strip(), question):
+        return False
     needle = normalize_answer(answer)
     # Also with the question's dashes and slashes as spaces: "2014" is in "the 2014–15 season", which normalises
     # to "201415".
     split = re.sub(r"[-‐‑–—/]", " ", question)
     return bool(needle) and any(f" {needle} " in f" {normalize_answer(text)} " for text in (question, split))
+
+
+def _names_the_kind_asked(answer: str, question: str) -> bool:
+    """Whether `answer` is a name (a capital letter in it) whose last word is the kind the question asks for, and the
+    question writes it right after which/what ("what Hawaii county?", "what New York city?")."""
+    words = answer.split()
+    if not words or not re.search(r"[A-Z]", answer) or words[-1].lower() not in _kind_asked(question):
+        return False
+    return re.search(rf"\b(?:which|what)\s+{re.escape(answer)}(?!\w)", question, re.IGNORECASE) is not None
 
 
 __all__ = [

@@ -125,6 +125,12 @@ def test_in_question_compares_whole_words_after_normalising() -> None:
     # A dash or slash parts words: "2014" is in "2014–15", which normalises to "201415".
     assert in_question("2014", "Which manager did Koeman replace in the 2014–15 season?")
     assert in_question("Jean-Paul", "Did Jean-Paul Sartre write Nausea?")
+    # A name that is the kind asked for, as the question writes it after "what", answers it (dev200).
+    assert not in_question("Hawaii County", "The W. H. Shipman House is in what Hawaii county?")
+    assert not in_question("New York City", 'The director of "Big Stone Gap" is based in what New York city?')
+    assert in_question("Hawaii", "The W. H. Shipman House is in what Hawaii county?")  # not the kind
+    assert in_question("Gator Country", "What Gator Country guitarist co-wrote Bloody Rain?")
+    assert in_question("county", "The W. H. Shipman House is in what county?")  # no name
 
 
 def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
