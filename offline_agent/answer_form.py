@@ -480,6 +480,13 @@ _PAIR_AFTER = re.compile(
     r"(?:\s+(?:both|share|shared|have|has|had|located|based|in\s+common)\b|\s*\?|$)",
     re.IGNORECASE,
 )
+# "What profession does A and B have in common?": a singular auxiliary, as people write it, only before "share" or
+# "have in common" ("Where does the hotel and casino located in ... stand?" pairs nothing).
+_PAIR_DOES = re.compile(
+    r"^\W*(?:(?:in|on|at|for)\s+)?(?:what|which|where|who|how)\b.*?\bdoes\s+(?:both\s+)?(.+?)\s+and\s+(.+?)"
+    r"\s+(?:share|have\s+in\s+common)\b",
+    re.IGNORECASE,
+)
 # "A and B are both best known for what profession?": the pair opens the question, before a plural verb.
 _PAIR_BEFORE = re.compile(r"^\W*(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:are|were|both)\b", re.IGNORECASE)
 MAX_SHARED_WORDS = 8
@@ -488,13 +495,16 @@ _OPENS_CLAUSE = frozenset(["who", "whom", "whose", "which", "what", "that", "whe
 
 def shared_subjects(question: str) -> tuple[str, str] | None:
     """The two things an open question asks what they have in common: A and B of "What occupation do (both) A and
-    B share / have?", "Where are A and B located?" (a plural auxiliary right before "A and B") or of "A and B are
-    (both) ... what ...?" (the pair opens the question); None for any other shape, and for a second part that
-    opens a clause ("Who wrote X and who died in 2007?"). Each part may carry words around the name ("social
+    B share / have?", "Where are A and B located?" (a plural auxiliary right before "A and B"; "does" before "A
+    and B share / have in common") or of "A and B are (both) ... what ...?" (the pair opens the question); None for
+    any other shape, and for a second part that opens a clause ("Who wrote X and who died in 2007?"). Each part may carry words around the name ("social
     anthropologists Alfred Gell"); the caller finds the name in it. Whether the question is open is the caller's
     to know (answer_form)."""
     opens_with_wh = re.match(r"^\W*(?:what|which|where|who|whom|whose|when|how|why|in|on|at|for)\b", question, re.I)
-    match = _PAIR_AFTER.search(question) if opens_with_wh else _PAIR_BEFORE.search(question)
+    if opens_with_wh:
+        match = _PAIR_AFTER.search(question) or _PAIR_DOES.search(question)
+    else:
+        match = _PAIR_BEFORE.search(question)
     if match is None:
         return None
     first, second = (part.strip(" ,") for part in match.groups())

@@ -1067,6 +1067,10 @@ def test_compare_still_weighs_an_answer_repeated_after_one_side(tiny_index) -> N
         ("Who was the writer of These Boots Are Made for Walkin' and who died in 2007?", None),  # a clause
         ("In which city was Marie Curie born?", None),
         ("What river flows through Warsaw and Gdansk?", None),  # no plural auxiliary before the pair
+        ("What profession does John Lanchester and Alan Dean Foster have in common?",
+         ("John Lanchester", "Alan Dean Foster")),  # "does", before "have in common"
+        ("What city does Paul Clyne and David Soares share?", ("Paul Clyne", "David Soares")),
+        ("Where does the hotel and casino located in which the album was recorded stand?", None),
     ],
 )  # fmt: skip
 def test_the_two_things_an_open_question_asks_what_they_share(question: str, pair) -> None:
