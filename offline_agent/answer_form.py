@@ -497,9 +497,9 @@ def shared_subjects(question: str) -> tuple[str, str] | None:
     """The two things an open question asks what they have in common: A and B of "What occupation do (both) A and
     B share / have?", "Where are A and B located?" (a plural auxiliary right before "A and B"; "does" before "A
     and B share / have in common") or of "A and B are (both) ... what ...?" (the pair opens the question); None for
-    any other shape, and for a second part that opens a clause ("Who wrote X and who died in 2007?"). Each part may carry words around the name ("social
-    anthropologists Alfred Gell"); the caller finds the name in it. Whether the question is open is the caller's
-    to know (answer_form)."""
+    any other shape, and for a second part that opens a clause ("Who wrote X and who died in 2007?"). Each part may
+    carry words around the name ("social anthropologists Alfred Gell"); the caller finds the name in it. Whether
+    the question is open is the caller's to know (answer_form)."""
     opens_with_wh = re.match(r"^\W*(?:what|which|where|who|whom|whose|when|how|why|in|on|at|for)\b", question, re.I)
     if opens_with_wh:
         match = _PAIR_AFTER.search(question) or _PAIR_DOES.search(question)

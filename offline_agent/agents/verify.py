@@ -9,7 +9,8 @@ Final is not the end of the run but an Observation that says why, and the model 
 - `unread`: under a grounded grammar, the grammar refused the model's first word of the answer: what it meant
   to write is nowhere in what the run has read. Observation: search for the fact that is missing.
 - `in_question`: an open question's answer repeats words of the question ("Gator Country"), which names the
-  first hop, not the answer. Observation: find what the question asks about it.
+  first hop, not the answer; a name of the kind asked for, as the question writes it after which/what, is not
+  refused ("Hawaii County" for "... is in what Hawaii county?"). Observation: find what the question asks about it.
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
   in it ("Kansas" for "a population of how many inhabitants?", answer_form.py), or asks for a number and gets a
   year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma), or asks
