@@ -474,17 +474,16 @@ def paired_subjects(question: str) -> tuple[str, str, str] | None:
 
 # "What occupation do (both) A and B share?", "Where are A and B located?": a plural auxiliary right before the
 # pair, the second thing ending at what is asked of both (or the question's end).
+_WH_OPENING = r"^\W*(?:(?:in|on|at|for)\s+)?(?:what|which|where|who|how)\b.*?\b"  # up to the auxiliary
 _PAIR_AFTER = re.compile(
-    r"^\W*(?:(?:in|on|at|for)\s+)?(?:what|which|where|who|how)\b.*?\b(?:are|were|do|did|have)\s+(?:both\s+)?"
-    r"(.+?)\s+and\s+(.+?)"
+    _WH_OPENING + r"(?:are|were|do|did|have)\s+(?:both\s+)?(.+?)\s+and\s+(.+?)"
     r"(?:\s+(?:both|share|shared|have|has|had|located|based|in\s+common)\b|\s*\?|$)",
     re.IGNORECASE,
 )
 # "What profession does A and B have in common?": a singular auxiliary, as people write it, only before "share" or
 # "have in common" ("Where does the hotel and casino located in ... stand?" pairs nothing).
 _PAIR_DOES = re.compile(
-    r"^\W*(?:(?:in|on|at|for)\s+)?(?:what|which|where|who|how)\b.*?\bdoes\s+(?:both\s+)?(.+?)\s+and\s+(.+?)"
-    r"\s+(?:share|have\s+in\s+common)\b",
+    _WH_OPENING + r"does\s+(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:share|have\s+in\s+common)\b",
     re.IGNORECASE,
 )
 # "A and B are both best known for what profession?": the pair opens the question, before a plural verb.
