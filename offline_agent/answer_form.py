@@ -325,11 +325,12 @@ def _predicate(text: str) -> str:
 
 
 def _names_kind(text: str, kinds: tuple[str, ...]) -> str | None:
-    """The first of `kinds` that `text` names, as written or in its singular, or by a word it is also called."""
+    """The first of `kinds` that `text` names, as written or in its singular, or by a word it is also called (each
+    compared in its singular too, as the text's words are)."""
     words = {_singular(word.lower()) for word in _WORD.findall(text)}
     for kind in kinds:
         singular = _singular(kind)
-        if singular in words or words.intersection(_ALSO_CALLED.get(singular, ())):
+        if singular in words or words.intersection(map(_singular, _ALSO_CALLED.get(singular, ()))):
             return kind
     return None
 
