@@ -781,6 +781,32 @@ def test_compare_lets_the_winning_option_stand(tiny_index) -> None:
     assert trajectory.answer == "Pierre Curie" and len(trajectory.steps) == 2
 
 
+def test_the_last_step_of_a_comparison_may_only_write_the_option_that_wins(tiny_index) -> None:
+    # The last step may only answer and no check sees it: the documents' numbers decide its grammar instead.
+    outputs = ["Thought: a\nAction: search[Marie Curie Pierre Curie born]", "Thought: b\nFinal: Pierre Curie"]
+    agent, backend = make(tiny_index, outputs, exclude_refused=True, max_steps=2)
+    trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
+    last = backend.calls[1].grammar
+    assert '"Pierre Curie"' in last and "Marie Curie" not in last
+    assert '"Marie Curie"' in backend.calls[0].grammar or "Final" not in backend.calls[0].grammar
+    assert trajectory.answer == "Pierre Curie" and trajectory.steps[1].final_only
+    assert trajectory.steps[1].details.checked == {"Marie Curie": "1867", "Pierre Curie": "1859"}
+    assert trajectory.steps[1].details.refusal is None
+
+
+def test_a_last_step_is_left_whole_where_no_comparison_decides_it(tiny_index) -> None:
+    outputs = ["Thought: a\nAction: search[Marie Curie Pierre Curie born]", "Thought: b\nFinal: Marie Curie"]
+    for question, exclude in [
+        ("Who was born first, Marie Curie or Pierre Curie?", False),  # without exclude_refused
+        ("Which physicist studied radium, Marie Curie or Pierre Curie?", True),  # compares nothing measurable
+    ]:
+        agent, backend = make(tiny_index, outputs, exclude_refused=exclude, max_steps=2)
+        trajectory = agent.run(question)
+        last = backend.calls[1].grammar
+        assert '"Pierre Curie"' in last and '"Marie Curie"' in last
+        assert trajectory.answer == "Marie Curie" and trajectory.steps[1].details.checked is None
+
+
 # ---- a choice's options ----------------------------------------------------------------------------------------
 
 

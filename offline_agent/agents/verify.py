@@ -57,7 +57,9 @@ Final is not the end of the run but an Observation that says why, and the model 
   accepted, one search later).
 
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
-Final counts as written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
+Final counts as written. On the last step, with `exclude_refused`, a comparison whose two numbers the documents
+give (`compare`) takes the losing option out of the grammar instead: what the check would have refused cannot be
+written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
 kind, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later step's
 grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused for want of reading (unread,
 one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by default), the step after
@@ -90,9 +92,10 @@ from offline_agent.answer_form import (
     shared_subjects,
 )
 from offline_agent.backends.base import aside
-from offline_agent.compare import Comparison, comparison, measure, same_year, winner
+from offline_agent.compare import Comparison, Measure, comparison, measure, same_year, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
-from offline_agent.parse import WordParser
+from offline_agent.grammar import StepGrammar
+from offline_agent.parse import StepParser, WordParser
 from offline_agent.retrieval import first_sentence, split_sentences
 from offline_agent.steps import Step, StepRecord
 
@@ -181,6 +184,37 @@ class VerifyAgent(ReActAgent):
         if not self.config.search_after_refusal or details is None or details.tool is not None:
             return False
         return details.refusal is not None and details.refusal.reason in SEARCH_REASONS
+
+    def step_grammar(self, state: LoopState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
+        """ReAct's grammar, except on a step that may only answer (the last), which no check sees: there, a
+        comparing question whose two numbers the documents give (`compare`) may only be answered with the option
+        that wins. Dev200 #127 read both birth years, then wrote the later-born player on its last step."""
+        decided = self._decided(state) if final_only and state.grounding is not None else None
+        if decided is not None:
+            assert state.grounding is not None
+            for loser in decided[0]:
+                state.grounding.exclude(loser)
+        return super().step_grammar(state, index, final_only)
+
+    def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
+        """Record on a last step whose answer a comparison decided (step_grammar) the numbers that decided it."""
+        decided = self._decided(state) if record.final_only and state.grounding is not None else None
+        if decided is not None and step is not None and step.is_final:
+            self.details(record).checked = decided[1]
+        return super().review_step(state, record, step)
+
+    def _decided(self, state: LoopState) -> tuple[list[str], dict[str, str]] | None:
+        """The options a comparison rules out (the loser, in each way the grammar may write it) and the numbers it
+        read, by option; None where the question compares nothing measurable or the numbers are not found."""
+        if not self.config.exclude_refused:
+            return None
+        measured = self._measured(state.trajectory.question)
+        if measured is None:
+            return None
+        how, first, second, best = measured
+        loser = how.options[1 - best]
+        checked = {how.options[0]: _shown(how, first.value), how.options[1]: _shown(how, second.value)}
+        return [loser, loser[:1].upper() + loser[1:]], checked
 
     def _check(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
         assert step.final is not None
@@ -358,25 +392,17 @@ class VerifyAgent(ReActAgent):
 
     def _compare(self, record: StepRecord, answer: str, question: str) -> str | None:
         """The `compare` check: refuse the option of a comparing question whose number loses, by the numbers its
-        and the other option's documents give (compare.py; through the search tool's `document`)."""
+        and the other option's documents give (`_measured`)."""
         from offline_agent.eval.metrics import normalize_answer
 
         how = comparison(question)
-        document = getattr(self._search_tool(), "document", None)
-        if how is None or document is None:
+        if how is None:
             return None
         chosen = [i for i, option in enumerate(how.options) if normalize_answer(option) == normalize_answer(answer)]
-        if not chosen:
+        measured = self._measured(question) if chosen else None
+        if measured is None or measured[3] == chosen[0]:
             return None
-        kinds = kind_asked(question)  # "Which movie ...": of two documents named "The Guest", the film's
-        prefer = (lambda title, text: names_kind(f"{title} {first_sentence(text)}", kinds)) if kinds else None
-        texts = [document(option, prefer=prefer) for option in how.options]
-        first_measure, second_measure = (measure(text, how) if text is not None else None for text in texts)
-        if first_measure is None or second_measure is None:
-            return None
-        best = winner(how, first_measure, second_measure)
-        if best is None or best == chosen[0]:
-            return None
+        how, first_measure, second_measure, _ = measured
         shown = [_shown(how, first_measure.value), _shown(how, second_measure.value)]
         low, high = shown if first_measure.value < second_measure.value else shown[::-1]
         order = f"{low} is earlier than {high}" if how.dimension == "time" else f"{high} is more than {low}"
@@ -392,6 +418,23 @@ class VerifyAgent(ReActAgent):
             question=question,
         )
         return self._refuse(record, "compare", answer, text)
+
+    def _measured(self, question: str) -> tuple[Comparison, Measure, Measure, int] | None:
+        """A comparing question's comparison, the numbers its two options' documents give (compare.py, through the
+        search tool's `document`) and the index of the option whose number wins; None where the question compares
+        nothing measurable, a number is not found, or the two tie."""
+        how = comparison(question)
+        document = getattr(self._search_tool(), "document", None)
+        if how is None or document is None:
+            return None
+        kinds = kind_asked(question)  # "Which movie ...": of two documents named "The Guest", the film's
+        prefer = (lambda title, text: names_kind(f"{title} {first_sentence(text)}", kinds)) if kinds else None
+        texts = [document(option, prefer=prefer) for option in how.options]
+        first, second = (measure(text, how) if text is not None else None for text in texts)
+        if first is None or second is None:
+            return None
+        best = winner(how, first, second)
+        return None if best is None else (how, first, second, best)
 
     def _weigh(self, state: LoopState, record: StepRecord, answer: str, reasons: set[str]) -> str | None:
         """The checks that weigh a choice's or a yes/no answer against the documents (compare, then sides and
