@@ -122,6 +122,14 @@ _ALSO_CALLED: dict[str, tuple[str, ...]] = {
 _DESCRIBED = re.compile(
     r"\b(?:the|a|an)\s+(?:[a-z][a-z-]*\s+){0,2}?([a-z][a-z-]*)\s+(?:that|which|who|whom|whose|where|in which)\b"
 )
+# "What is the mascot of the oldest private university in Georgia?": the question asks for something of an entity it
+# describes on the way; the entity's kind is the last word before a preposition, a relative word or the end.
+_PROPERTY_OF = re.compile(
+    r"^\W*(?:[Ww]hat|[Ww]hich)\s+(?:is|was|are|were)\s+the\s+([a-z][a-z-]*)\s+of\s+(?:the|a|an)\s+"
+    r"(?:[a-z][a-z-]*\s+){0,2}?([a-z][a-z-]*)"
+    r"(?=\s+(?:in|of|on|at|for|from|by|with|to|that|which|who|whom|whose|where)\b|\s*\?)"
+)
+_NAMES = frozenset(["name", "names", "title"])  # "What is the name of the ...?" asks for the entity itself
 # What may come before such a description when the question asks for the described entity itself ("What is the
 # name of the singer who ...", "Who was the actor that ...", "Name the ...").
 _ASKS_FOR_DESCRIBED = re.compile(
@@ -296,13 +304,19 @@ def _stem(verb: str) -> str:
 
 
 def _described(question: str, asks_for: tuple[str, ...]) -> tuple[str, ...]:
-    """The kinds of "the NOUN that ..." descriptions in `question`, except one the question asks for (its kind is
-    asked for, or the description follows "What is the name of", "Who is", ...)."""
+    """The kinds of "the NOUN that ..." descriptions in `question`, and of the entity "What is the X of the NOUN
+    ...?" asks something of, except one the question asks for (its kind is asked for, or the description follows
+    "What is the name of", "Who is", ...)."""
     kinds = []
     for match in _DESCRIBED.finditer(question):
         kind = match.group(1)
         asked = kind in asks_for or _ASKS_FOR_DESCRIBED.match(question[: match.start()])
         if kind not in _NOT_A_KIND and not asked:
+            kinds.append(kind)
+    property_of = _PROPERTY_OF.match(question)
+    if property_of is not None and property_of.group(1) not in _NAMES:
+        kind = property_of.group(2)
+        if kind not in _NOT_A_KIND and kind not in asks_for:
             kinds.append(kind)
     return tuple(dict.fromkeys(kinds))
 

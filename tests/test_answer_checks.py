@@ -861,6 +861,12 @@ def test_a_choice_with_options_can_only_be_answered_with_one_of_them() -> None:
         ("Where does the Vermont team that won in 1990 play?", ()),  # a name, not a kind
         ("Which river flows through Warsaw?", ()),
         ("Is the city where Chopin was born in Poland?", ()),  # only open questions describe hops
+        ("What is the mascot of the oldest private university in Georgia?", ("university",)),  # X of the NOUN
+        ("What was the capital of the empire?", ("empire",)),
+        ("What is the name of the oldest private university in Georgia?", ()),  # asks for it
+        ("What is the title of the longest river in Europe?", ()),
+        ("What is the capital of the United States?", ()),  # a name, not a kind
+        ("What is the largest city of the state?", ()),  # the thing asked for is more than one word
     ],
 )
 def test_the_entities_a_question_describes_on_the_way(question: str, described: tuple[str, ...]) -> None:
