@@ -536,18 +536,39 @@ def _bare_option(text: str) -> str:
 
 def in_question(answer: str, question: str) -> bool:
     """True if `answer`, normalised as HotpotQA does, is a run of whole words of the question (whose dashes and
-    slashes may also part words); not when it is a name that ends in the kind of thing the question asks for and is
-    written right after its which/what: "Hawaii County" answers "... is in what Hawaii county?" (but "Gator Country"
-    is in "What Gator Country guitarist ...?")."""
+    slashes may also part words; a long word may differ by a letter, `_near`); not when it is a name that ends in
+    the kind of thing the question asks for and is written right after its which/what: "Hawaii County" answers
+    "... is in what Hawaii county?" (but "Gator Country" is in "What Gator Country guitarist ...?")."""
     from offline_agent.eval.metrics import normalize_answer
 
     if _names_the_kind_asked(answer.strip(), question):
         return False
-    needle = normalize_answer(answer)
+    needle = normalize_answer(answer).split()
     # Also with the question's dashes and slashes as spaces: "2014" is in "the 2014–15 season", which normalises
     # to "201415".
     split = re.sub(r"[-‐‑–—/]", " ", question)
-    return bool(needle) and any(f" {needle} " in f" {normalize_answer(text)} " for text in (question, split))
+    for text in (question, split):
+        words = normalize_answer(text).split()
+        runs = (words[start : start + len(needle)] for start in range(len(words) - len(needle) + 1))
+        if needle and any(all(map(_near, needle, run)) for run in runs):
+            return True
+    return False
+
+
+def _near(word: str, other: str) -> bool:
+    """Whether two words are the same but for one letter added, left out, changed or swapped with the next, in words
+    of six letters or more: a question's typing ("Muhummad Ali", "consitutional") or number ("magazines") does
+    not make its words another answer's."""
+    if word == other:
+        return True
+    if min(len(word), len(other)) < 6 or abs(len(word) - len(other)) > 1:
+        return False
+    short, long = sorted((word, other), key=len)
+    if len(short) < len(long):
+        return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+    differ = [i for i, (a, b) in enumerate(zip(word, other, strict=True)) if a != b]
+    swapped = len(differ) == 2 and differ[1] == differ[0] + 1 and word[differ[0]] == other[differ[1]]
+    return len(differ) == 1 or (swapped and word[differ[1]] == other[differ[0]])
 
 
 def _names_the_kind_asked(answer: str, question: str) -> bool:

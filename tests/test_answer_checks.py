@@ -133,6 +133,19 @@ def test_in_question_compares_whole_words_after_normalising() -> None:
     assert in_question("county", "The W. H. Shipman House is in what county?")  # no name
 
 
+def test_in_question_reads_past_a_letter_typed_or_a_plural_in_long_words() -> None:
+    # The question's own typing or number does not make its words another answer (dev200 questions).
+    assert in_question("Muhammad Ali", "Who did Muhummad Ali fight next, in Houston?")  # a letter changed
+    assert in_question("constitutional", "... what way of filling vacancies was consitutional?")  # left out
+    assert in_question("magazine", "Woman's Era and Naj are what kind of magazines?")  # a plural
+    assert in_question("Nashville's", "What is Opry Mills in Nashville, Tennessee?")
+    assert in_question("Tennesese", "What is Opry Mills in Nashville, Tennessee?")  # two letters swapped
+    assert not in_question("Jimmy Ellis", "Who did Muhummad Ali fight next, in Houston?")
+    assert not in_question("Marie", "Was Maria Callas a soprano?")  # a short word must be the same
+    assert not in_question("Tennesxxe", "What is Opry Mills in Nashville, Tennessee?")  # two letters changed
+    assert not in_question("Nashville Tennessee", "Is Opry Mills in Nashville?")  # every word must be there
+
+
 def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
     raw = "Thought: x\nFinal: 1942 – April 4, 2013"
     start = raw.index("Final: ") + len("Final: ")
