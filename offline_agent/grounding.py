@@ -65,13 +65,12 @@ class _Symbol:
 
 
 def _extends(candidate: object, last: _Symbol) -> bool:
-    """Whether `candidate` (an edge of the automaton) is the word `last` or a longer word that begins with it,
-    spaced alike ("Dubliners" extends "Dublin")."""
+    """Whether `candidate` (an edge of the automaton) is the word `last` or a longer word that begins with it, case
+    aside ("Dubliners" extends "Dublin", "Magazine" is "magazine")."""
     return (
         isinstance(candidate, _Symbol)
         and candidate.is_word
-        and candidate.spaced == last.spaced
-        and candidate.text.startswith(last.text)
+        and candidate.text.casefold().startswith(last.text.casefold())
     )
 
 
@@ -167,24 +166,26 @@ class Grounding:
     def _edges(self) -> _Edges:
         """What the excluded answers take out of the automaton as it is now: the edge of each one's last token
         and of every word that extends it (`cut`), and the edges of its other tokens, which may not end a span
-        (`through`); both with the first token written with and without a space before it. Empty when that would
-        leave no answer."""
+        (`through`); case aside (the model wrote "Magazine" from another sentence after "magazine" was refused),
+        and with the first token written with or without a space before it. Empty when that would leave no
+        answer."""
         edges = _Edges()
         for symbols in self._excluded:
-            for spaced in (False, True):
-                state: int | None = 0
-                path = [_Symbol(symbols[0].text, spaced, True), *symbols[1:]]
-                for position, symbol in enumerate(path):
-                    assert state is not None
-                    following = self._states[state].next
-                    if position == len(path) - 1:
-                        edges.cut.update((state, word) for word in following if _extends(word, symbol))
-                        break
-                    if symbol not in following:
-                        break
-                    if symbol.is_word:
-                        edges.through.add((state, symbol))
-                    state = following[symbol]
+            frontier = {0}
+            for position, symbol in enumerate(symbols):
+                last = position == len(symbols) - 1
+                reached: set[int] = set()
+                for state in frontier:
+                    for candidate, target in self._states[state].next.items():
+                        if not isinstance(candidate, _Symbol) or (position and candidate.spaced != symbol.spaced):
+                            continue
+                        if last and _extends(candidate, symbol):
+                            edges.cut.add((state, candidate))
+                        elif not last and candidate.text.casefold() == symbol.text.casefold():
+                            if candidate.is_word:
+                                edges.through.add((state, candidate))
+                            reached.add(target)
+                frontier = reached
         if edges and not self.yes_no and not self._alternatives_left(edges):
             return _Edges()
         return edges

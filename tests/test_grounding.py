@@ -198,6 +198,26 @@ def test_an_excluded_answer_takes_out_the_longer_words_it_begins() -> None:
     assert not liffey.accepts("River Liffeyside") and liffey.accepts("Liffeyside") and liffey.accepts("Dublin")
 
 
+def test_an_excluded_answer_is_taken_out_in_every_case_it_was_read_in() -> None:
+    # dev200: "magazine" was refused as the question's word, and "Magazine", read in another passage's title, stood.
+    evidence = ["Woman's Era is a fortnightly magazine.", "Chrysalis: A Magazine of Women's Culture.", "VIVA Media."]
+    grounding = Grounding(evidence)
+    grounding.exclude("magazine")
+    grounding.exclude("Viva Media")
+    grammar = build_grammar(SPEC, grounding)
+    deciders = (grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance))
+    for answer, expected in [
+        ("magazine", False),
+        ("Magazine", False),
+        ("Magazine of Women's Culture", False),  # a span that begins with it
+        ("fortnightly magazine", True),  # it ends the answer, which is another one
+        ("VIVA Media", False),
+        ("VIVA", False),  # a beginning of it
+        ("Media", True),
+    ]:
+        assert_deciders_say(deciders, answer, expected)
+
+
 def test_an_exclusion_that_would_leave_no_answer_is_ignored() -> None:
     grounding = Grounding(["Mount Elbrus", "Mount Kilimanjaro"], yes_no=False)
     grounding.exclude("Mount Elbrus")
