@@ -152,8 +152,9 @@ def control_options() -> Decorator:
                 help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, is not "
                 "the kind of thing asked for, dates another event than the one asked about, is the entity the "
                 "question describes on the way, loses a comparison, is not in both documents of a question about "
-                "what two things share) cannot be written again, nor a span that begins with it or that it begins "
-                "with.",
+                "what two things share) cannot be written again, in any case, nor a span that begins with it or "
+                "that it begins with; and the last step of a comparing question may only write the option whose "
+                "number wins, where both documents give one.",
             ),
             click.option(
                 "--fresh-calls/--no-fresh-calls",
