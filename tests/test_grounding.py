@@ -218,6 +218,25 @@ def test_an_excluded_answer_is_taken_out_in_every_case_it_was_read_in() -> None:
         assert_deciders_say(deciders, answer, expected)
 
 
+
+def test_an_excluded_answer_is_taken_out_after_an_article_too() -> None:
+    # "The America East Conference" is "America East Conference" to HotpotQA's scoring and to the checks.
+    evidence = ["The America East Conference was the North Atlantic Conference.", "America East Conference teams."]
+    grounding = Grounding(evidence)
+    grounding.exclude("America East Conference")
+    grammar = build_grammar(SPEC, grounding)
+    deciders = (grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance))
+    for answer, expected in [
+        ("America East Conference", False),
+        ("The America East Conference", False),
+        ("The America", False),  # a beginning of it
+        ("the North Atlantic Conference", True),
+        ("North Atlantic Conference", True),
+        ("East Conference", True),
+    ]:
+        assert_deciders_say(deciders, answer, expected)
+
+
 def test_an_exclusion_that_would_leave_no_answer_is_ignored() -> None:
     grounding = Grounding(["Mount Elbrus", "Mount Kilimanjaro"], yes_no=False)
     grounding.exclude("Mount Elbrus")
