@@ -668,6 +668,50 @@ def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:
     assert trajectory.answer == "Vistula" and trajectory.steps[3].details.refusal is None
 
 
+def test_read_hop_asks_the_hops_own_document_alone_and_shows_its_answer(tiny_index) -> None:
+    outputs = [
+        "Thought: a\nAction: search[Warsaw]",
+        "Thought: b\nFinal: Warsaw",  # the birth city: a hop, not a river
+        "Final: Vistula",  # the model reading Warsaw's document alone
+        "Thought: c\nFinal: Vistula",  # unopened: the river has a document of its own, not read yet
+        "Thought: d\nFinal: Vistula",
+    ]
+    agent, backend = make(tiny_index, outputs, read_hop=True, exclude_refused=True)
+    trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
+    refused = trajectory.steps[1]
+    assert_a_hop(refused, "Warsaw", "(river): Warsaw is the capital of Poland.\nFind it:", "Warsaw")
+    assert refused.observation.endswith(
+        'Read alone for the question, its document answers "Vistula": The Vistula river flows through Warsaw.'
+    )
+    read = backend.calls[2]  # its own prompt: that document and the question, nothing of the run
+    assert read.prompt.startswith("<|im_start|>system\nYou answer a question from one document.")
+    assert "Document:\nWarsaw: Warsaw is the capital of Poland." in read.prompt and "Marie Curie was" not in read.prompt
+    assert "Warsaw is a step on the way to the answer." in read.prompt
+    assert '"Final: "' in read.grammar and "Thought" not in read.grammar and '" Vistula"' in read.grammar
+    assert '"Warsaw"' not in read.grammar  # the refused answer is no answer of the read either
+    own = backend.count_tokens("Thought: b\nFinal: Warsaw") + backend.count_tokens("Final: Vistula")
+    assert refused.usage.generated_tokens == own  # the read is booked on the step it serves
+    assert "Read alone for the question" in backend.calls[3].prompt
+    assert trajectory.answer == "Vistula"
+
+
+def test_read_hop_shows_nothing_the_first_checks_would_refuse(tiny_index) -> None:
+    outputs = [
+        "Thought: a\nAction: search[Warsaw]",
+        "Thought: b\nFinal: Warsaw",
+        "Final: Poland",  # read alone, the model names what the question already says
+        "Thought: c\nFinal: Vistula",
+        "Thought: d\nFinal: Vistula",
+    ]
+    agent, backend = make(tiny_index, outputs, read_hop=True, exclude_refused=True)
+    trajectory = agent.run("Which river of Poland flows through the birth city of Marie Curie?")
+    assert len(backend.calls[2].prompt) and "Read alone" not in trajectory.steps[1].observation
+    assert "\nIts own document:\n[1] Warsaw: " in trajectory.steps[1].observation
+    without, plain = make(tiny_index, [outputs[0], outputs[1], *outputs[3:]], exclude_refused=True)
+    assert without.run("Which river flows through the birth city of Marie Curie?").answer == "Vistula"
+    assert len(plain.calls) == 4  # read_hop off: no call of its own
+
+
 def test_asks_for_lets_an_answer_of_that_kind_stand(tiny_index) -> None:
     agent, _ = make(tiny_index, ["Thought: a\nAction: search[Vistula Warsaw]", "Thought: b\nFinal: Vistula"])
     trajectory = agent.run("Which river flows through Warsaw?")

@@ -78,7 +78,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from offline_agent.agents.react import LoopState, ReActAgent
-from offline_agent.agents.step_runner import StepRunner, TurnResult
+from offline_agent.agents.step_runner import STOP_SEQUENCES, StepRunner, TurnResult
 from offline_agent.answer_form import (
     AnswerForm,
     answer_form,
@@ -151,6 +151,12 @@ SHARED = (
     "Now answer the question: {question}"
 )
 SIDES = "Checked one document at a time: {checks}. So the answer is {verdict}. Now answer the question: {question}"
+READ_SYSTEM = "You answer a question from one document. Reply with the answer only, copied from the document."
+READ_USER = (
+    "Document:\n{title}: {text}\n\nQuestion: {question}\n"
+    "{name} is a step on the way to the answer. What does the document say the answer is?"
+)
+READ = 'Read alone for the question, its document answers "{found}": {sentence}'
 DOCUMENT = "Its own document:\n{text}"
 SAME = (
     "Compare the years: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
@@ -285,7 +291,60 @@ class VerifyAgent(ReActAgent):
         model missed it ("Sonic" in Jim Cummings' document); shown alone after the refusal, it is the next hop
         without a search. With `place`, a document titled with the answer and a region counts as its own."""
         shown = self._open(state, record, "open_named", answer, exclude_seen=False, place=place)
-        return refusal if shown is None else f"{refusal}\n{DOCUMENT.format(text=shown[0])}"
+        if shown is None:
+            return refusal
+        read = self._read_alone(state, record, answer, place) if self.config.read_hop else None
+        return "\n".join([refusal, DOCUMENT.format(text=shown[0]), *([read] if read else [])])
+
+    def _read_alone(self, state: LoopState, record: StepRecord, answer: str, place: bool) -> str | None:
+        """With read_hop: the model's answer to the question from the refused answer's own document alone (one
+        call, READ_SYSTEM and READ_USER, under a grammar of that document's spans less the answers refused as
+        wrong), and the sentence it is in, which the run reads; None where the call gave no answer or one that
+        repeats the question or is not of the kind it wants (in_question, AnswerForm.fits). Read among a page of
+        passages, the hop's document is one of many; read alone, it is the whole question."""
+        from offline_agent.grammar import GrammarSpec, build_grammar
+        from offline_agent.grounding import Grounding
+        from offline_agent.parse import parser_for
+        from offline_agent.prompts import render_chat
+        from offline_agent.tools.titles import bare_title
+
+        document = getattr(self._search_tool(), "document", None)
+        text = document(answer, place=place) if document is not None else None
+        if text is None or state.grounding is None:
+            return None
+        text = self.fit_observation(text)
+        grounding = Grounding([text], yes_no=False)
+        for refused in _refused_as_wrong(state, record):
+            grounding.exclude(refused)
+        if grounding.is_empty:
+            return None
+        spec = GrammarSpec(thought=False, allow_action=False, grounded=True)
+        backend = self.backend
+        user = READ_USER.format(title=answer, text=text, question=state.trajectory.question, name=bare_title(answer))
+        messages = [{"role": "system", "content": READ_SYSTEM}, {"role": "user", "content": user}]
+        prompt = render_chat(backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token)
+        with aside(backend):  # the run's own prompt stays in the cache for its next step
+            result = self.runner.turn(
+                state,
+                prompt,
+                build_grammar(spec, grounding),
+                parser_for(spec),
+                max_tokens=self.config.max_tokens,
+                stop=STOP_SEQUENCES,
+                seed=self.config.seed,
+                stream=False,
+                grounding=grounding,
+            )
+        StepRunner.add_cost(record, result)
+        found = result.value.final if result.value is not None and result.value.is_final else None
+        question = state.trajectory.question
+        form = state.form or answer_form(question)
+        if not found or in_question(found, question) or not form.fits(found):
+            return None  # what the first checks would refuse is not shown as the document's answer
+        holds = _as_words(found)
+        sentence = next((text[a:b] for a, b in split_sentences(text) if holds.search(text[a:b])), found)
+        state.grounding.add(sentence)
+        return READ.format(found=found, sentence=sentence)
 
     def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
         """The `asks_for` check: refuse an answer that is the title of a document whose first sentence (`sentence`,
@@ -592,6 +651,13 @@ def _two_documents(
     if first is None or second is None or first[0] == second[0]:
         return None
     return first, second
+
+
+def _refused_as_wrong(state: LoopState, record: StepRecord) -> list[str]:
+    """The answers the run, and the step `record` (not yet in the trajectory), refused as wrong (EXCLUDED_REASONS)."""
+    steps = [*state.trajectory.steps, record]
+    refusals = [step.details.refusal for step in steps if step.details is not None and step.details.refusal]
+    return [refusal.answer for refusal in refusals if refusal.reason in EXCLUDED_REASONS]
 
 
 def _as_words(answer: str) -> re.Pattern[str]:

@@ -190,6 +190,7 @@ def ask(
     exclude_refused: bool,
     fresh_calls: bool,
     search_after_refusal: bool,
+    read_hop: bool,
     samples: int,
     search_k: int,
     snippet: str,

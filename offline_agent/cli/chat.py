@@ -186,6 +186,7 @@ def chat(
     exclude_refused: bool,
     fresh_calls: bool,
     search_after_refusal: bool,
+    read_hop: bool,
     samples: int,
     search_k: int,
     snippet: str,

@@ -74,6 +74,7 @@ def mcp(
     exclude_refused: bool,
     fresh_calls: bool,
     search_after_refusal: bool,
+    read_hop: bool,
     samples: int,
     budget_hint: bool,
     search_k: int,

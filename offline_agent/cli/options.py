@@ -173,6 +173,14 @@ def control_options() -> Decorator:
                 "event), the next step may only search.",
             ),
             click.option(
+                "--read-hop/--no-read-hop",
+                default=ANSWER_DEFAULTS["read_hop"],
+                show_default=True,
+                help="With --agent verify: a Final refused as the entity on the way (not the kind of thing asked "
+                "for, or the entity the question describes) also has the model answer the question from that "
+                "entity's own document alone, in one call, and shows the answer it found there with its sentence.",
+            ),
+            click.option(
                 "--first-search/--no-first-search",
                 default=False,
                 show_default=True,

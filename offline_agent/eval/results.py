@@ -65,6 +65,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.exclude_refused": False,
     "agent_config.fresh_calls": False,
     "agent_config.search_after_refusal": False,
+    "agent_config.read_hop": False,
     "agent_config.scope": None,
     "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }

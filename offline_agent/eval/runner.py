@@ -82,6 +82,7 @@ class EvalOptions:
     exclude_refused: bool = ANSWER_DEFAULTS["exclude_refused"]
     fresh_calls: bool = False
     search_after_refusal: bool = False
+    read_hop: bool = ANSWER_DEFAULTS["read_hop"]
     scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
     action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
     backend: str = "llamacpp"
@@ -133,6 +134,7 @@ class EvalOptions:
             exclude_refused=self.exclude_refused,
             fresh_calls=self.fresh_calls,
             search_after_refusal=self.search_after_refusal,
+            read_hop=self.read_hop,
             scope=self.scope,
             action_graph=self.action_graph,
         )
