@@ -34,11 +34,18 @@ class _LarkChecker:
         return all(matcher.consume_token(byte) for byte in text.encode("utf-8")) and matcher.is_accepting()
 
 
-@pytest.fixture(scope="module")
-def grounded():
-    grounding = Grounding(EVIDENCE)
+def excluding(evidence: list[str], *answers: str) -> tuple[Grounding, GbnfChecker, _LarkChecker]:
+    """The three deciders (Python, GBNF, Lark) of a grounding of `evidence` with `answers` excluded."""
+    grounding = Grounding(evidence)
+    for answer in answers:
+        grounding.exclude(answer)
     grammar = build_grammar(SPEC, grounding)
     return grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance)
+
+
+@pytest.fixture(scope="module")
+def grounded():
+    return excluding(EVIDENCE)
 
 
 @pytest.mark.parametrize(
@@ -147,11 +154,7 @@ def test_quotes_and_backslashes_in_the_evidence_are_escaped() -> None:
 
 @pytest.fixture(scope="module")
 def excluded():
-    grounding = Grounding(EVIDENCE)
-    grounding.exclude("River Liffey")
-    grounding.exclude("Irish novelist")
-    grammar = build_grammar(SPEC, grounding)
-    return grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance)
+    return excluding(EVIDENCE, "River Liffey", "Irish novelist")
 
 
 @pytest.mark.parametrize(
@@ -187,10 +190,7 @@ def test_excluded_answers_keep_the_three_deciders_equal(excluded, start: int, le
 
 def test_an_excluded_answer_takes_out_the_longer_words_it_begins() -> None:
     evidence = ["Joyce was born in Dublin.", "He wrote Dubliners.", "The River Liffey flows through Dublin."]
-    grounding = Grounding(evidence)
-    grounding.exclude("Dublin")
-    grammar = build_grammar(SPEC, grounding)
-    deciders = (grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance))
+    deciders = excluding(evidence, "Dublin")
     for answer, expected in [("Dublin", False), ("Dubliners", False), ("River Liffey", True), ("Joyce", True)]:
         assert_deciders_say(deciders, answer, expected)
     liffey = Grounding(["The River Liffey flows through Dublin, past the River Liffeyside walk."])
@@ -201,11 +201,7 @@ def test_an_excluded_answer_takes_out_the_longer_words_it_begins() -> None:
 def test_an_excluded_answer_is_taken_out_in_every_case_it_was_read_in() -> None:
     # dev200: "magazine" was refused as the question's word, and "Magazine", read in another passage's title, stood.
     evidence = ["Woman's Era is a fortnightly magazine.", "Chrysalis: A Magazine of Women's Culture.", "VIVA Media."]
-    grounding = Grounding(evidence)
-    grounding.exclude("magazine")
-    grounding.exclude("Viva Media")
-    grammar = build_grammar(SPEC, grounding)
-    deciders = (grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance))
+    deciders = excluding(evidence, "magazine", "Viva Media")
     for answer, expected in [
         ("magazine", False),
         ("Magazine", False),
@@ -218,14 +214,10 @@ def test_an_excluded_answer_is_taken_out_in_every_case_it_was_read_in() -> None:
         assert_deciders_say(deciders, answer, expected)
 
 
-
 def test_an_excluded_answer_is_taken_out_after_an_article_too() -> None:
     # "The America East Conference" is "America East Conference" to HotpotQA's scoring and to the checks.
     evidence = ["The America East Conference was the North Atlantic Conference.", "America East Conference teams."]
-    grounding = Grounding(evidence)
-    grounding.exclude("America East Conference")
-    grammar = build_grammar(SPEC, grounding)
-    deciders = (grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance))
+    deciders = excluding(evidence, "America East Conference")
     for answer, expected in [
         ("America East Conference", False),
         ("The America East Conference", False),
