@@ -103,9 +103,9 @@ class AgentConfig:
     # same page instead ("Shazzan" after "Shirley Temple" was refused). Off in the answer defaults: on dev200 the
     # searches it forced came back with no better answer (EM 39.0 either way).
     search_after_refusal: bool = False
-    # The verify strategy: an asks_for or described refusal (the answer was the entity on the way) also asks the
-    # model the question of that entity's own document alone, in one call under a grammar of its spans, and shows
-    # the answer it found there with its sentence.
+    # The verify strategy, with grounded: an asks_for or described refusal (the answer was the entity on the way)
+    # also asks the model the question of that entity's own document alone, in one call under a grammar of its
+    # spans, and shows the answer it found there with its sentence.
     read_hop: bool = False
 
     def __post_init__(self) -> None:

@@ -198,8 +198,7 @@ class VerifyAgent(ReActAgent):
         decided = self._decided(state) if final_only and state.grounding is not None else None
         if decided is not None:
             assert state.grounding is not None
-            for loser in decided[0]:
-                state.grounding.exclude(loser)
+            state.grounding.exclude(decided[0])  # in any case the grammar may write it
         return super().step_grammar(state, index, final_only)
 
     def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
@@ -209,18 +208,17 @@ class VerifyAgent(ReActAgent):
             self.details(record).checked = decided[1]
         return super().review_step(state, record, step)
 
-    def _decided(self, state: LoopState) -> tuple[list[str], dict[str, str]] | None:
-        """The options a comparison rules out (the loser, in each way the grammar may write it) and the numbers it
-        read, by option; None where the question compares nothing measurable or the numbers are not found."""
+    def _decided(self, state: LoopState) -> tuple[str, dict[str, str]] | None:
+        """The option a comparison rules out (the loser) and the numbers it read, by option; None where the
+        question compares nothing measurable or the numbers are not found."""
         if not self.config.exclude_refused:
             return None
         measured = self._measured(state.trajectory.question)
         if measured is None:
             return None
         how, first, second, best = measured
-        loser = how.options[1 - best]
         checked = {how.options[0]: _shown(how, first.value), how.options[1]: _shown(how, second.value)}
-        return [loser, loser[:1].upper() + loser[1:]], checked
+        return how.options[1 - best], checked
 
     def _check(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
         assert step.final is not None
@@ -309,7 +307,7 @@ class VerifyAgent(ReActAgent):
         from offline_agent.tools.titles import bare_title
 
         document = getattr(self._search_tool(), "document", None)
-        text = document(answer, place=place) if document is not None else None
+        text = document(answer, place=place) if document is not None and state.grounding is not None else None
         if text is None or state.grounding is None:
             return None
         text = self.fit_observation(text)

@@ -176,9 +176,10 @@ def control_options() -> Decorator:
                 "--read-hop/--no-read-hop",
                 default=ANSWER_DEFAULTS["read_hop"],
                 show_default=True,
-                help="With --agent verify: a Final refused as the entity on the way (not the kind of thing asked "
-                "for, or the entity the question describes) also has the model answer the question from that "
-                "entity's own document alone, in one call, and shows the answer it found there with its sentence.",
+                help="With --grounded and --agent verify: a Final refused as the entity on the way (not the kind of "
+                "thing asked for, or the entity the question describes) also has the model answer the question from "
+                "that entity's own document alone, in one call, and shows the answer it found there with its "
+                "sentence.",
             ),
             click.option(
                 "--first-search/--no-first-search",
