@@ -56,6 +56,9 @@ Final is not the end of the run but an Observation that says why, and the model 
   document, so the model reads it before answering again (an answer that really is that entity is then
   accepted, one search later).
 
+An asks_for or described refusal shows the refused answer's own document (the hop), and with `read_hop` also what
+the model answers from that document alone, in a call of its own (READ_SYSTEM, READ_USER; `_read_alone`).
+
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. On the last step, with `exclude_refused`, a comparison whose two numbers the documents
 give (`compare`) takes the losing option out of the grammar instead: what the check would have refused cannot be
