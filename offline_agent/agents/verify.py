@@ -227,7 +227,7 @@ class VerifyAgent(ReActAgent):
         assert step.final is not None
         from offline_agent.eval.metrics import normalize_answer
 
-        refusals = [s.details.refusal for s in state.trajectory.steps if s.details is not None and s.details.refusal]
+        refusals = _refusals(state.trajectory.steps)
         answer = step.final
         if len(refusals) >= MAX_REFUSALS:
             return None
@@ -654,10 +654,14 @@ def _two_documents(
     return first, second
 
 
+def _refusals(steps: Sequence[StepRecord]) -> list[RefusalDetails]:
+    """The refusals recorded on `steps`, in order."""
+    return [step.details.refusal for step in steps if step.details is not None and step.details.refusal]
+
+
 def _refused_as_wrong(state: LoopState, record: StepRecord) -> list[str]:
     """The answers the run, and the step `record` (not yet in the trajectory), refused as wrong (EXCLUDED_REASONS)."""
-    steps = [*state.trajectory.steps, record]
-    refusals = [step.details.refusal for step in steps if step.details is not None and step.details.refusal]
+    refusals = _refusals([*state.trajectory.steps, record])
     return [refusal.answer for refusal in refusals if refusal.reason in EXCLUDED_REASONS]
 
 
