@@ -487,6 +487,18 @@ def paired_subjects(question: str) -> tuple[str, str, str] | None:
     return (how, first, second) if first and second else None
 
 
+_SAME_WHAT = re.compile(r"\bsame\s+([^?]+?)\W*$", re.IGNORECASE)
+
+
+def same_what(question: str) -> str | None:
+    """What a "same" question (paired_subjects) asks the two things to share, as the question words it:
+    "nationality" in "Were A and B of the same nationality?", "level of city" in "Are A and B the same level of
+    city?"; None for any other question, or where nothing follows "same"."""
+    pair = paired_subjects(question)
+    found = _SAME_WHAT.search(question) if pair is not None and pair[0] == "same" else None
+    return found.group(1).strip() if found is not None else None
+
+
 # "What occupation do (both) A and B share?", "Where are A and B located?": a plural auxiliary right before the
 # pair, the second thing ending at what is asked of both (or the question's end).
 _WH_OPENING = r"^\W*(?:(?:in|on|at|for)\s+)?(?:what|which|where|who|how)\b.*?\b"  # up to the auxiliary
@@ -591,5 +603,6 @@ __all__ = [
     "names_kind",
     "paired_subjects",
     "reads_as_year",
+    "same_what",
     "shared_subjects",
 ]

@@ -320,7 +320,11 @@ def test_one_side_shows_the_compared_document_not_yet_read(tiny_index) -> None:
 def test_one_side_lets_a_comparison_of_documents_read_stand(tiny_index) -> None:
     agent, _ = make(
         tiny_index,
-        ["Thought: a\nAction: search[Marie Curie Pierre Curie]", "Thought: b\nFinal: no"],
+        [
+            "Thought: a\nAction: search[Marie Curie Pierre Curie]",
+            "Thought: b\nFinal: no",
+            *("Final: Warsaw", "Final: Paris", "different"),  # same: each city on its document alone, then the two
+        ],
     )
     trajectory = agent.run("Were Marie Curie and Pierre Curie born in the same city?")
     assert trajectory.answer == "no" and len(trajectory.steps) == 2
@@ -1055,6 +1059,67 @@ def test_same_refuses_a_yes_when_the_years_differ_and_leaves_no(tiny_index) -> N
     assert "Different years, so the answer is no." in trajectory.steps[1].observation
     assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Yes\n")
     assert trajectory.answer == "No" and len(backend.calls) == 3  # no model call: the years decide
+
+
+def test_same_values_refuses_a_yes_when_each_document_alone_gives_another_city(tiny_index) -> None:
+    outputs = [
+        "Thought: a\nAction: search[Marie Curie Pierre Curie born]",
+        "Thought: b\nFinal: Yes",
+        "Final: Warsaw",  # Marie Curie's city, on her document alone
+        "Final: Paris",  # Pierre Curie's
+        "different",  # are Warsaw and Paris the same city?
+        "Thought: c\nFinal: No",
+    ]
+    agent, backend = make(tiny_index, outputs, exclude_refused=True)
+    trajectory = agent.run("Were Marie Curie and Pierre Curie born in the same city?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "same"
+    assert refused.details.checked == {"Marie Curie": "Warsaw", "Pierre Curie": "Paris"}
+    read = backend.calls[2]  # one document and what to read off it, nothing of the run
+    assert (
+        "Document:\nMarie Curie: Marie Curie was a physicist" in read.prompt and "Pierre Curie was" not in read.prompt
+    )
+    assert "What city does the document give for Marie Curie?" in read.prompt
+    assert '" Warsaw"' in read.grammar and "Paris" not in read.grammar  # its spans only
+    judge = backend.calls[4]
+    assert (
+        judge.grammar == 'root ::= "same" | "different"\n'
+        and "Marie Curie: Warsaw\nPierre Curie: Paris" in judge.prompt
+    )
+    assert refused.observation.startswith(
+        "Read one document at a time: Marie Curie: Warsaw (Marie Curie was a physicist and chemist born in Warsaw"
+    )
+    assert "Not the same city, so the answer is no." in refused.observation
+    assert refused.usage.generated_tokens > backend.count_tokens("Thought: b\nFinal: Yes")  # the calls are booked
+    assert not GbnfChecker(backend.calls[5].grammar).accepts("Thought: c\nFinal: Yes\n")
+    assert trajectory.answer == "No"
+
+
+def test_same_values_equal_as_answers_need_no_judging_call(tiny_index) -> None:
+    outputs = [
+        "Thought: a\nAction: search[Marie Curie Pierre Curie]",
+        "Thought: b\nFinal: No",
+        "Final: physicist",
+        "Final: physicist",  # the same answer: yes without asking
+        "Thought: c\nFinal: Yes",
+    ]
+    agent, backend = make(tiny_index, outputs, exclude_refused=True)
+    trajectory = agent.run("Were Marie Curie and Pierre Curie of the same profession?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "same" and "The same profession, so the answer is yes." in (
+        refused.observation
+    )
+    assert len(backend.calls) == 5 and trajectory.answer == "Yes"
+
+
+def test_same_values_lets_the_answer_stand_when_a_side_reads_nothing(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        ["Thought: a\nAction: search[Marie Curie Pierre Curie]", "Thought: b\nFinal: Yes", "Final: Warsaw", ""],
+    )
+    trajectory = agent.run("Were Marie Curie and Pierre Curie born in the same city?")
+    assert trajectory.answer == "Yes" and trajectory.steps[1].details.refusal is None
+    assert len(backend.calls) == 4  # no judging call without both sides
 
 
 def sides_run(index, question: str, first: str, second: str):

@@ -92,6 +92,7 @@ from offline_agent.answer_form import (
     names_kind,
     paired_subjects,
     reads_as_year,
+    same_what,
     shared_subjects,
 )
 from offline_agent.backends.base import aside
@@ -163,6 +164,24 @@ READ = 'Read alone for the question, its document answers "{found}": {sentence}'
 DOCUMENT = "Its own document:\n{text}"
 SAME = (
     "Compare the years: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
+    "{order}, so the answer is {verdict}. Now answer the question: {question}"
+)
+
+SAME_SYSTEM = "You read one fact off one document. Reply with a word or a few words copied from the document."
+SAME_USER = (
+    "Document:\n{title}: {text}\n\nQuestion: {question}\n"
+    "What {what} does the document give for {name}? Reply with a few words."
+)
+# "same" or "different", not yes or no: asked "Is that the same X?" of two short answers, the 1.5B model said yes to
+# every pair tried, Laleli and Ortaköy included; offered the two words, it told 5 of 7 pairs apart (NOTE35).
+SAME_OR_DIFFERENT = WordParser(("same", "different"))
+SAME_JUDGE_SYSTEM = "You compare two short answers. Reply same or different only."
+SAME_JUDGE_USER = (
+    "{first}: {first_value}\n{second}: {second_value}\n"
+    "Is that the same {what} or a different {what}? Reply same or different."
+)
+SAME_VALUES = (
+    "Read one document at a time: {first}: {first_value} ({first_text}); {second}: {second_value} ({second_text}). "
     "{order}, so the answer is {verdict}. Now answer the question: {question}"
 )
 
@@ -299,14 +318,10 @@ class VerifyAgent(ReActAgent):
 
     def _read_alone(self, state: LoopState, record: StepRecord, answer: str, place: bool) -> str | None:
         """With read_hop: the model's answer to the question from the refused answer's own document alone (one
-        call, READ_SYSTEM and READ_USER, under a grammar of that document's spans less the answers refused as
-        wrong), and the sentence it is in, which the run reads; None where the call gave no answer or one that
-        repeats the question or is not of the kind it wants (in_question, AnswerForm.fits). Read among a page of
-        passages, the hop's document is one of many; read alone, it is the whole question."""
-        from offline_agent.grammar import GrammarSpec, build_grammar
-        from offline_agent.grounding import Grounding
-        from offline_agent.parse import parser_for
-        from offline_agent.prompts import render_chat
+        call, READ_SYSTEM and READ_USER, `_read_off`), and the sentence it is in, which the run reads; None where
+        the call gave no answer or one that repeats the question or is not of the kind it wants (in_question,
+        AnswerForm.fits). Read among a page of passages, the hop's document is one of many; read alone, it is the
+        whole question."""
         from offline_agent.tools.titles import bare_title
 
         document = getattr(self._search_tool(), "document", None)
@@ -314,6 +329,25 @@ class VerifyAgent(ReActAgent):
         if text is None or state.grounding is None:
             return None
         text = self.fit_observation(text)
+        question = state.trajectory.question
+        user = READ_USER.format(title=answer, text=text, question=question, name=bare_title(answer))
+        found = self._read_off(state, record, text, READ_SYSTEM, user)
+        form = state.form or answer_form(question)
+        if not found or in_question(found, question) or not form.fits(found):
+            return None  # what the first checks would refuse is not shown as the document's answer
+        sentence = _sentence_with(text, found)
+        state.grounding.add(sentence)
+        return READ.format(found=found, sentence=sentence)
+
+    def _read_off(self, state: LoopState, record: StepRecord, text: str, system: str, user: str) -> str | None:
+        """The model's answer to `user` (which shows one document, `text`), in a call of its own under a grammar of
+        that document's spans less the answers the run refused as wrong; its cost is booked on the step. None where
+        the call gave no answer."""
+        from offline_agent.grammar import GrammarSpec, build_grammar
+        from offline_agent.grounding import Grounding
+        from offline_agent.parse import parser_for
+        from offline_agent.prompts import render_chat
+
         grounding = Grounding([text], yes_no=False)
         for refused in _refused_as_wrong(state, record):
             grounding.exclude(refused)
@@ -321,8 +355,7 @@ class VerifyAgent(ReActAgent):
             return None
         spec = GrammarSpec(thought=False, allow_action=False, grounded=True)
         backend = self.backend
-        user = READ_USER.format(title=answer, text=text, question=state.trajectory.question, name=bare_title(answer))
-        messages = [{"role": "system", "content": READ_SYSTEM}, {"role": "user", "content": user}]
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         prompt = render_chat(backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token)
         with aside(backend):  # the run's own prompt stays in the cache for its next step
             result = self.runner.turn(
@@ -337,15 +370,7 @@ class VerifyAgent(ReActAgent):
                 grounding=grounding,
             )
         StepRunner.add_cost(record, result)
-        found = result.value.final if result.value is not None and result.value.is_final else None
-        question = state.trajectory.question
-        form = state.form or answer_form(question)
-        if not found or in_question(found, question) or not form.fits(found):
-            return None  # what the first checks would refuse is not shown as the document's answer
-        holds = _as_words(found)
-        sentence = next((text[a:b] for a, b in split_sentences(text) if holds.search(text[a:b])), found)
-        state.grounding.add(sentence)
-        return READ.format(found=found, sentence=sentence)
+        return result.value.final if result.value is not None and result.value.is_final else None
 
     def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
         """The `asks_for` check: refuse an answer that is the title of a document whose first sentence (`sentence`,
@@ -527,6 +552,8 @@ class VerifyAgent(ReActAgent):
         if documents is None:
             return None
         if pair is not None and pair[0] == "same":
+            if same_year(question) is None:
+                return self._same_values(state, record, given, answer, question, documents)
             return self._same(record, given, answer, question, documents)
         checked = self._judge(state, record, question, documents)
         if checked is None:
@@ -548,26 +575,31 @@ class VerifyAgent(ReActAgent):
         """The model's yes or no on the question for each document alone (SIDES_SYSTEM, SIDES_USER), by title; its
         cost is booked on the step. None when a call gave no word (the run stopped, or a backend without a grammar
         wrote something else)."""
-        from offline_agent.prompts import render_chat
         from offline_agent.tools.titles import bare_title
 
-        backend = self.backend
         checked: dict[str, str] = {}
-        with aside(backend):  # the run's own prompt stays in the cache for its next step
-            for title, text in documents:
-                name = bare_title(title)
-                user = SIDES_USER.format(title=title, text=text, question=question, name=name)
-                messages = [{"role": "system", "content": SIDES_SYSTEM}, {"role": "user", "content": user}]
-                prompt = render_chat(
-                    backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token
-                )
-                result = self.runner.word(state, prompt, YES_OR_NO, seed=self.config.seed)
-                StepRunner.add_cost(record, result)
-                if result.value is None:
-                    return None
-                checked[title] = result.value
+        for title, text in documents:
+            user = SIDES_USER.format(title=title, text=text, question=question, name=bare_title(title))
+            word = self._word(state, record, SIDES_SYSTEM, user, YES_OR_NO)
+            if word is None:
+                return None
+            checked[title] = word
         self.details(record).checked = checked
         return checked
+
+    def _word(self, state: LoopState, record: StepRecord, system: str, user: str, words: WordParser) -> str | None:
+        """The model's one word of `words` ("yes" or "no", ...) to `user`, in a call of its own; its cost is booked
+        on the step. None when the call gave no word (the run stopped, or a backend without a grammar wrote
+        something else)."""
+        from offline_agent.prompts import render_chat
+
+        backend = self.backend
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        prompt = render_chat(backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token)
+        with aside(backend):  # the run's own prompt stays in the cache for its next step
+            result = self.runner.word(state, prompt, words, seed=self.config.seed)
+        StepRunner.add_cost(record, result)
+        return result.value
 
     def _sides(
         self,
@@ -614,6 +646,55 @@ class VerifyAgent(ReActAgent):
             second_value=_shown(how, second.value),
             second_text=second.text.rstrip("."),
             order="The same year" if verdict == "yes" else "Different years",
+            verdict=verdict,
+            question=question,
+        )
+        return self._refuse(record, "same", answer, text)
+
+    def _same_values(
+        self, state: LoopState, record: StepRecord, given: str, answer: str, question: str, documents: Sequence[Named]
+    ) -> str | None:
+        """The `same` check of any other "same X" question ("Are both Coldplay and Pierre Bouvier from the same
+        country?"): X as each document alone gives it (SAME_SYSTEM, SAME_USER: one call a side under a grammar of
+        its spans), then whether the two are the same X: equal as answers, or the model's "same" or "different"
+        on the two (SAME_JUDGE_SYSTEM, SAME_JUDGE_USER). Dev200 #156 read "British" and "Canadian" side by side
+        and answered yes; read one at a time, each is one short answer, and comparing two is all that is left."""
+        from offline_agent.eval.metrics import normalize_answer
+        from offline_agent.tools.titles import bare_title
+
+        asked = same_what(question)
+        if asked is None:
+            return None
+        found: list[tuple[str, str, str]] = []  # (name, value, the sentence it is in)
+        for title, text in documents:
+            name = bare_title(title)
+            user = SAME_USER.format(title=title, text=text, question=question, what=asked, name=name)
+            value = self._read_off(state, record, text, SAME_SYSTEM, user)
+            if not value:
+                return None
+            found.append((name, value, _sentence_with(text, value)))
+        (first, first_value, first_text), (second, second_value, second_text) = found
+        self.details(record).checked = {documents[0][0]: first_value, documents[1][0]: second_value}
+        if normalize_answer(first_value) == normalize_answer(second_value):
+            verdict = "yes"
+        else:
+            user = SAME_JUDGE_USER.format(
+                what=asked, first=first, first_value=first_value, second=second, second_value=second_value
+            )
+            word = self._word(state, record, SAME_JUDGE_SYSTEM, user, SAME_OR_DIFFERENT)
+            if word is None:
+                return None
+            verdict = "yes" if word == "same" else "no"
+        if verdict == given:
+            return None
+        text = SAME_VALUES.format(
+            first=first,
+            first_value=first_value,
+            first_text=first_text.strip().rstrip("."),
+            second=second,
+            second_value=second_value,
+            second_text=second_text.strip().rstrip("."),
+            order=f"The same {asked}" if verdict == "yes" else f"Not the same {asked}",
             verdict=verdict,
             question=question,
         )
@@ -668,6 +749,12 @@ def _refused_as_wrong(state: LoopState, record: StepRecord) -> list[str]:
 def _as_words(answer: str) -> re.Pattern[str]:
     """A pattern that finds `answer` in a text as whole words, case aside."""
     return re.compile(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", re.IGNORECASE)
+
+
+def _sentence_with(text: str, found: str) -> str:
+    """The first sentence of `text` that holds `found` as whole words (`found` itself where none does)."""
+    holds = _as_words(found)
+    return next((text[a:b] for a, b in split_sentences(text) if holds.search(text[a:b])), found)
 
 
 def _read_sentences(state: LoopState) -> list[str]:
