@@ -41,6 +41,8 @@ of ("Which writer was from England, A or B?"); verify.py judges those side by si
 two things have in common (`shared_subjects`: "What occupation do A and B share?", "Where are A and B located?",
 "A and B are both best known for what profession?"): its answer holds of both, and verify.py refuses one that
 either thing's document does not say.
+A question may ask for one part of a person's name (`name_part`: "first" for "What is the first name of ...?" or
+"given name", "middle", "last" for "last name", "family name", "surname"; part_of_name reads it off a name).
 Limits: English questions only; a question in another language is `open`, and wants nothing in particular.
 """
 
@@ -174,6 +176,9 @@ _EVENT_VERBS = {
     + ("demolished",),
 }
 _EVENTS = {verb: family for family, verbs in _EVENT_VERBS.items() for verb in verbs}
+_NAME_PART = re.compile(r"\b(first|given|middle|last|family|sur)\s*name\b", re.IGNORECASE)
+_PARTS = {"first": "first", "given": "first", "middle": "middle", "last": "last", "family": "last", "sur": "last"}
+_NAME_WORDS = re.compile(r"[^\W\d_](?:\.|[\w'’-]*)")  # a word, or an initial with its full stop
 _WHERE = re.compile(r"^\W*where\b", re.IGNORECASE)
 # Kinds of place: a question that asks for one, or describes one on the way, is about a place.
 _PLACES = frozenset(
@@ -200,6 +205,7 @@ class AnswerForm:
     options: tuple[str, ...] = ()  # a choice's options, where choice_options finds them
     described: tuple[str, ...] = ()  # kinds of the entities "the NOUN that ..." describes on the way to the answer
     event: str | None = None  # the verb of the event a date question dates ("founded", "born", "die"), if it names one
+    name_part: str | None = None  # "first", "middle" or "last": the part of a person's name the question asks for
 
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular). A
@@ -284,7 +290,36 @@ def answer_form(question: str) -> AnswerForm:
     asks_for = () if wants else _kind_asked(question)
     described = _described(question, asks_for)
     event = _event_asked(question) if wants == "date" else None
-    return AnswerForm("open", question, yes_no=False, wants=wants, asks_for=asks_for, described=described, event=event)
+    part = name_part(question)
+    return AnswerForm(
+        "open",
+        question,
+        yes_no=False,
+        wants=wants,
+        asks_for=asks_for,
+        described=described,
+        event=event,
+        name_part=part,
+    )
+
+
+def name_part(question: str) -> str | None:
+    """The part of a person's name the question asks for: "first" ("What is the first name of ...?", "given
+    name"), "middle", or "last" ("last name", "family name", "surname"); None where it asks for no part of one."""
+    found = _NAME_PART.search(question)
+    return _PARTS[found.group(1).lower()] if found is not None else None
+
+
+def part_of_name(name: str, part: str) -> str | None:
+    """The `part` ("first", "middle", "last") of a person's name as written: its first word, the words between its
+    first and last, or its last; a nickname in quotes or brackets is no part ("Lester" of 'Lester Ben "Benny"
+    Binion'). None where the name has no such part (a middle name of two words, or one word)."""
+    words = _NAME_WORDS.findall(re.sub(r'"[^"]*"|“[^”]*”|\([^)]*\)', " ", name))
+    if len(words) < 2:
+        return None
+    if part == "middle":
+        return " ".join(words[1:-1]) or None
+    return words[0] if part == "first" else words[-1]
 
 
 def _event_asked(question: str) -> str | None:
@@ -600,8 +635,10 @@ __all__ = [
     "compares",
     "in_question",
     "kind_asked",
+    "name_part",
     "names_kind",
     "paired_subjects",
+    "part_of_name",
     "reads_as_year",
     "same_what",
     "shared_subjects",

@@ -12,7 +12,9 @@ from offline_agent.answer_form import (
     choice_options,
     compares,
     in_question,
+    name_part,
     paired_subjects,
+    part_of_name,
     shared_subjects,
     which_of_options,
 )
@@ -628,6 +630,104 @@ def place_index(tmp_path):
     for name, text in documents.items():
         (folder / name).write_text(text, encoding="utf-8")
     return open_corpus(folder)
+
+
+@pytest.mark.parametrize(
+    ("question", "part"),
+    [
+        ("What is the first name of Jack Benny Binion's father?", "first"),
+        ("What is the given name of the character depicted as Juliet Hulme?", "first"),
+        ("What is the middle name of the actress who plays Bobbi Bacha?", "middle"),
+        ("What was the surname of the first person to climb it?", "last"),
+        ("What is the family name of the house that ruled it?", "last"),
+        ("What is the name of the singer who wrote it?", None),  # the whole name
+        ("What nickname did Babe Ruth have?", None),
+        ("Who was the first named king of Poland?", None),
+    ],
+)
+def test_name_part_reads_which_part_of_a_name_is_asked(question: str, part: str | None) -> None:
+    assert name_part(question) == part and answer_form(question).name_part == part
+
+
+def test_part_of_name_leaves_out_nicknames_and_needs_the_words() -> None:
+    name = 'Lester Ben "Benny" Binion'
+    assert [part_of_name(name, part) for part in ("first", "middle", "last")] == ["Lester", "Ben", "Binion"]
+    assert part_of_name("Sela Ward", "middle") is None and part_of_name("Sela", "first") is None
+    assert part_of_name("J. R. R. Tolkien", "last") == "Tolkien"
+
+
+def test_name_part_answers_with_the_part_asked_of_a_whole_name(tiny_index) -> None:
+    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Pierre Curie]", "Thought: b\nFinal: Pierre Curie"])
+    trajectory = agent.run("What is the first name of the physicist born in Paris in 1859?")
+    step = trajectory.steps[1]
+    assert trajectory.answer == "Pierre" and step.final == "Pierre" and step.raw.endswith("Final: Pierre Curie")
+    assert step.details.checked == {"Pierre Curie": "first name: Pierre"} and step.details.refusal is None
+
+
+def test_name_part_refuses_a_name_without_the_part_asked_and_shows_its_document(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Pierre Curie]",
+            "Thought: b\nFinal: Pierre Curie",  # two words: no middle name
+            "Thought: c\nFinal: French",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("What is the middle name of the physicist born in Paris in 1859?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "name_part"
+    assert refused.observation.startswith("The question asks for a middle name, and Pierre Curie has none. Find it:")
+    assert "Its own document:\n[1] Pierre Curie: Pierre Curie was a French physicist" in refused.observation
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Pierre\n")  # excluded with it
+    assert trajectory.answer == "French"
+
+
+def test_name_part_refuses_another_part_of_a_name_read_and_shows_its_document(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "Thought: a\nAction: search[Pierre Curie Nobel]",  # Pierre Curie's document names Marie Curie
+            "Thought: b\nFinal: Marie",
+            "Thought: c\nFinal: Curie",
+        ],
+    )
+    trajectory = agent.run("What is the last name of the woman who shared the 1903 prize with a French physicist?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "name_part"
+    assert refused.observation.startswith("Marie is the first name in Marie Curie, and the question asks for the last")
+    assert "Its own document:\n[1] Marie Curie: Marie Curie was a physicist" in refused.observation
+    assert trajectory.answer == "Curie" and trajectory.steps[2].details.refusal is None
+
+
+def test_name_part_reads_the_name_in_full_off_its_document(tmp_path) -> None:
+    from offline_agent.retrieval import open_corpus
+
+    folder = tmp_path / "names"
+    folder.mkdir()
+    (folder / "film.md").write_text("# Quiet Harbour\n\nQuiet Harbour is a film starring Ada Lane as a ferry pilot.")
+    (folder / "ada.md").write_text("# Ada Lane\n\nAda Mae Lane is a stage and film actress from Leeds.")
+    agent, _ = make(
+        open_corpus(folder),
+        [
+            "Thought: a\nAction: search[Quiet Harbour film]",
+            "Thought: b\nFinal: Ada",  # the first name in "Ada Lane"
+            "Thought: c\nFinal: Mae",
+        ],
+        exclude_refused=True,
+    )
+    trajectory = agent.run("What is the middle name of the actress who plays the ferry pilot in Quiet Harbour?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "name_part"
+    assert refused.observation.startswith("Ada is the first name in Ada Lane, and the question asks for the middle")
+    assert refused.observation.endswith("Its document writes the name in full, Ada Mae Lane: its middle name is Mae.")
+    assert trajectory.answer == "Mae"
+
+
+def test_name_part_lets_a_one_word_answer_of_the_part_asked_stand(tiny_index) -> None:
+    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Marie"])
+    trajectory = agent.run("What is the first name of the chemist born in Warsaw in 1867?")
+    assert trajectory.answer == "Marie" and trajectory.steps[1].details.refusal is None
 
 
 def assert_a_hop(refused, answer: str, because: str, title: str) -> None:

@@ -17,6 +17,11 @@ Final is not the end of the run but an Observation that says why, and the model 
   for a date and gets a bare number of one to three digits ("17", the day of "February 17, 1945"), or asks
   for a kind of thing ("which city") and gets a bare number that titles no document ("1927"). Observation: what
   the question asks for.
+- `name_part`: a question asks for one part of a person's name ("What is the first name of Jack Benny Binion's
+  father?", answer_form.name_part) and gets a whole name ('Lester Ben "Benny" Binion'): Observation: the part
+  asked ("Lester"). Or it gets one word that is another part of a name read ("Sela", the first name in "Sela
+  Ward", for a middle name): Observation: that name's own document, which most often writes it in full ("Sela Ann
+  Ward").
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") is
   answered with the title of a document whose first sentence does not say it is one ("Dublin": "Dublin is the
   capital and largest city of Ireland"): the answer is a hop on the way, not the thing asked for. Observation:
@@ -45,7 +50,10 @@ Final is not the end of the run but an Observation that says why, and the model 
   Childers?": no "older", "more", ...): when the model says yes of exactly one option, on its document alone,
   and the answer is the other. Observation: each side's verdict and the answer they give.
 - `same`: a "Were A and B born in the same year?" question (compare.same_year) is answered against the years the
-  two documents give: equal years mean "yes". Observation: both years and their sentences.
+  two documents give: equal years mean "yes". Observation: both years and their sentences. Any other "same X"
+  question ("Are both Coldplay and Pierre Bouvier from the same country?") is answered against X as each document
+  alone gives it (one call a side under a grammar of its spans: "British", "Canadian") and the model's "same" or
+  "different" on the two. Observation: both answers, their sentences and the verdict.
 - `shared`: an open question asks what two things have in common ("What occupation do Chris Menges and Aram
   Avakian share?", "Where are A and B located?"; answer_form.shared_subjects), and the answer is not in one of the
   two documents (their first passages, as whole words): the model took an attribute of one side
@@ -79,6 +87,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import STOP_SEQUENCES, StepRunner, TurnResult
@@ -91,6 +100,7 @@ from offline_agent.answer_form import (
     kind_asked,
     names_kind,
     paired_subjects,
+    part_of_name,
     reads_as_year,
     same_what,
     shared_subjects,
@@ -111,7 +121,7 @@ MAX_REFUSALS = 3
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
 EXCLUDED_REASONS = frozenset(
-    ["in_question", "kind", "event", "asks_for", "described", "compare", "sides", "same", "shared"]
+    ["in_question", "kind", "name_part", "event", "asks_for", "described", "compare", "sides", "same", "shared"]
 )
 # Refusals whose Observation says what to find: with search_after_refusal, the next step may only search.
 SEARCH_REASONS = frozenset(["unread", "in_question", "kind", "event", "asks_for", "described"])
@@ -162,6 +172,10 @@ READ_USER = (
 )
 READ = 'Read alone for the question, its document answers "{found}": {sentence}'
 DOCUMENT = "Its own document:\n{text}"
+IN_FULL = "Its document writes the name in full, {longer}: its {part} name is {piece}."
+NO_NAME_PART = "The question asks for a {part} name, and {answer} has none. Find it: {question}"
+OTHER_NAME_PART = "{answer} is the {its} name in {full}, and the question asks for the {part} name. Find it: {question}"
+_CAPITALISED = r"(?:[A-Z]\.|[A-Z][\w'’-]*)"  # a capitalised word, or an initial with its full stop
 SAME = (
     "Compare the years: {first} {first_value} ({first_text}); {second} {second_value} ({second_text}). "
     "{order}, so the answer is {verdict}. Now answer the question: {question}"
@@ -187,8 +201,8 @@ SAME_VALUES = (
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, kind, asks for, described, one side, compare, sides,
-    same, shared, unopened) first."""
+    """ReAct whose Finals are checked (unread, in the question, kind, name part, asks for, described, one side,
+    compare, sides, same, shared, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -224,10 +238,20 @@ class VerifyAgent(ReActAgent):
         return super().step_grammar(state, index, final_only)
 
     def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
-        """Record on a last step whose answer a comparison decided (step_grammar) the numbers that decided it."""
+        """Record on a last step whose answer a comparison decided (step_grammar) the numbers that decided it; and
+        answer a question that asks for one part of a person's name (AnswerForm.name_part) with that part of a
+        whole name the model wrote ("Lester" of 'Lester Ben "Benny" Binion' for "What is the first name of ...?"),
+        recorded in `checked` (the name written: the part). Refused, the 1.5B model wrote the whole name again;
+        and excluding it would take out the part, which begins it."""
         decided = self._decided(state) if record.final_only and state.grounding is not None else None
         if decided is not None and step is not None and step.is_final:
             self.details(record).checked = decided[1]
+        form = state.form or answer_form(state.trajectory.question)
+        if form.name_part is not None and step is not None and step.final is not None:
+            piece = part_of_name(step.final, form.name_part) if len(step.final.split()) > 1 else None
+            if piece is not None:
+                self.details(record).checked = {step.final: f"{form.name_part} name: {piece}"}
+                step = replace(step, final=piece)
         return super().review_step(state, record, step)
 
     def _decided(self, state: LoopState) -> tuple[str, dict[str, str]] | None:
@@ -277,6 +301,9 @@ class VerifyAgent(ReActAgent):
             template = KIND_YEAR if reads_as_year(answer) else KIND
             text = template.format(wants=WANTS[form.wants], answer=answer, question=question)
             return self._refuse(record, "kind", answer, text)
+        named = self._name_part(state, record, form, answer)
+        if named is not None:
+            return named
         event = self._event(state, record, form, answer)
         if event is not None:
             return event
@@ -388,6 +415,35 @@ class VerifyAgent(ReActAgent):
             return None
         text = NUMBER_FOR_A_THING.format(kind=" ".join(form.asks_for), answer=answer, question=form.question)
         return self._refuse(record, "kind", answer, text)
+
+    def _name_part(self, state: LoopState, record: StepRecord, form: AnswerForm, answer: str) -> str | None:
+        """The `name_part` check: a question that asks for one part of a person's name (AnswerForm.name_part; a
+        whole name was cut to that part by review_step) is answered with a name that has no such part ("Sela Ward"
+        for a middle name), or with one word that is another part of a name the run read ("Sela", the first name
+        in "Sela Ward"). The Observation also shows that name's own document, which most often writes the name in
+        full ("Sela Ann Ward")."""
+        part = form.name_part
+        if part is None:
+            return None
+        question = state.trajectory.question
+        if len(answer.split()) > 1:
+            full = answer
+            refusal = NO_NAME_PART.format(answer=answer, part=part, question=question)
+        else:
+            other = _other_part(answer, part, _read_sentences(state))
+            if other is None:
+                return None
+            full, its = other
+            refusal = OTHER_NAME_PART.format(answer=answer, its=its, full=full, part=part, question=question)
+        shown = self._open(state, record, "open_named", full, exclude_seen=False)
+        if shown is None:
+            return self._refuse(record, "name_part", answer, refusal)
+        lines = [refusal, DOCUMENT.format(text=shown[0])]
+        longer = _in_full(full, shown[0])
+        piece = part_of_name(longer, part) if longer is not None else None
+        if longer is not None and piece is not None:
+            lines.append(IN_FULL.format(longer=longer, part=part, piece=piece))
+        return self._refuse(record, "name_part", answer, "\n".join(lines))
 
     def _event(self, state: LoopState, record: StepRecord, form: AnswerForm, answer: str) -> str | None:
         """The `event` check: refuse a date that the sentences read hold (as whole words) only where they date
@@ -733,6 +789,31 @@ def _two_documents(
     if first is None or second is None or first[0] == second[0]:
         return None
     return first, second
+
+
+def _other_part(answer: str, part: str, sentences: Sequence[str]) -> tuple[str, str] | None:
+    """The first name of two or more capitalised words in `sentences` that has `answer` as a part other than the
+    one asked (`part`), and which part it is there: ("Sela Ward", "first") for "Sela" and a middle name."""
+    word = re.escape(answer.strip())
+    names = re.compile(rf"(?:{_CAPITALISED}\s+)*(?<![\w.'’-]){word}(?![\w'’-])(?:\s+{_CAPITALISED})*")
+    for sentence in sentences:
+        for found in names.finditer(sentence):
+            name = found.group(0)
+            for its in ("first", "middle", "last"):
+                if its != part and part_of_name(name, its) == answer.strip():
+                    return name, its
+    return None
+
+
+def _in_full(name: str, text: str) -> str | None:
+    """The first name in `text` that writes `name` with more words between its first and last ("Sela Ann Ward" for
+    "Sela Ward"), or None."""
+    words = name.split()
+    for found in re.finditer(rf"{_CAPITALISED}(?:\s+{_CAPITALISED})+", text):
+        longer = found.group(0).split()
+        if len(longer) > len(words) and longer[0] == words[0] and longer[-1] == words[-1]:
+            return found.group(0)
+    return None
 
 
 def _refusals(steps: Sequence[StepRecord]) -> list[RefusalDetails]:
