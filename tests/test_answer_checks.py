@@ -332,6 +332,24 @@ def test_one_side_lets_a_comparison_of_documents_read_stand(tiny_index) -> None:
     assert trajectory.answer == "no" and len(trajectory.steps) == 2
 
 
+def refused_then(index, question: str, search: str, first: str, second: str):
+    """A run that searches `search`, writes the Final `first`, which a check refuses, then `second` (with
+    exclude_refused): the trajectory, the refused step and the backend."""
+    outputs = [f"Thought: a\nAction: search[{search}]", f"Thought: b\nFinal: {first}", f"Thought: c\nFinal: {second}"]
+    agent, backend = make(index, outputs, exclude_refused=True)
+    trajectory = agent.run(question)
+    return trajectory, trajectory.steps[1], backend
+
+
+def test_unnamed_refuses_an_article_and_a_common_noun(tiny_index) -> None:
+    question = "Where was the chemist who won two Nobel Prizes born?"
+    trajectory, refused, backend = refused_then(tiny_index, question, "Warsaw", "The city", "Warsaw")
+    assert refused.details.refusal.reason == "unnamed"
+    assert refused.observation.startswith("The city names no particular thing; the question asks for its name.")
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: The city\n")
+    assert trajectory.answer == "Warsaw"
+
+
 def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_index) -> None:
     overruled = Completion(text="Thought: b\nFinal: Warsaw", finish_reason="stop", rejections=[(17, " Paris")])
     agent, backend = make(
@@ -665,18 +683,9 @@ def test_name_part_answers_with_the_part_asked_of_a_whole_name(tiny_index) -> No
 
 
 def test_name_part_refuses_a_name_without_the_part_asked_and_shows_its_document(tiny_index) -> None:
-    agent, backend = make(
-        tiny_index,
-        [
-            "Thought: a\nAction: search[Pierre Curie]",
-            "Thought: b\nFinal: Pierre Curie",  # two words: no middle name
-            "Thought: c\nFinal: French",
-        ],
-        exclude_refused=True,
-    )
-    trajectory = agent.run("What is the middle name of the physicist born in Paris in 1859?")
-    refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "name_part"
+    question = "What is the middle name of the physicist born in Paris in 1859?"
+    trajectory, refused, backend = refused_then(tiny_index, question, "Pierre Curie", "Pierre Curie", "French")
+    assert refused.details.refusal.reason == "name_part"  # two words: no middle name
     assert refused.observation.startswith("The question asks for a middle name, and Pierre Curie has none. Find it:")
     assert "Its own document:\n[1] Pierre Curie: Pierre Curie was a French physicist" in refused.observation
     assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Pierre\n")  # excluded with it
@@ -684,16 +693,9 @@ def test_name_part_refuses_a_name_without_the_part_asked_and_shows_its_document(
 
 
 def test_name_part_refuses_another_part_of_a_name_read_and_shows_its_document(tiny_index) -> None:
-    agent, backend = make(
-        tiny_index,
-        [
-            "Thought: a\nAction: search[Pierre Curie Nobel]",  # Pierre Curie's document names Marie Curie
-            "Thought: b\nFinal: Marie",
-            "Thought: c\nFinal: Curie",
-        ],
-    )
-    trajectory = agent.run("What is the last name of the woman who shared the 1903 prize with a French physicist?")
-    refused = trajectory.steps[1]
+    question = "What is the last name of the woman who shared the 1903 prize with a French physicist?"
+    # Pierre Curie's document names Marie Curie
+    trajectory, refused, _ = refused_then(tiny_index, question, "Pierre Curie Nobel", "Marie", "Curie")
     assert refused.details.refusal.reason == "name_part"
     assert refused.observation.startswith("Marie is the first name in Marie Curie, and the question asks for the last")
     assert "Its own document:\n[1] Marie Curie: Marie Curie was a physicist" in refused.observation
@@ -707,17 +709,9 @@ def test_name_part_reads_the_name_in_full_off_its_document(tmp_path) -> None:
     folder.mkdir()
     (folder / "film.md").write_text("# Quiet Harbour\n\nQuiet Harbour is a film starring Ada Lane as a ferry pilot.")
     (folder / "ada.md").write_text("# Ada Lane\n\nAda Mae Lane is a stage and film actress from Leeds.")
-    agent, _ = make(
-        open_corpus(folder),
-        [
-            "Thought: a\nAction: search[Quiet Harbour film]",
-            "Thought: b\nFinal: Ada",  # the first name in "Ada Lane"
-            "Thought: c\nFinal: Mae",
-        ],
-        exclude_refused=True,
-    )
-    trajectory = agent.run("What is the middle name of the actress who plays the ferry pilot in Quiet Harbour?")
-    refused = trajectory.steps[1]
+    question = "What is the middle name of the actress who plays the ferry pilot in Quiet Harbour?"
+    # "Ada", the first name in "Ada Lane"
+    trajectory, refused, _ = refused_then(open_corpus(folder), question, "Quiet Harbour film", "Ada", "Mae")
     assert refused.details.refusal.reason == "name_part"
     assert refused.observation.startswith("Ada is the first name in Ada Lane, and the question asks for the middle")
     assert refused.observation.endswith("Its document writes the name in full, Ada Mae Lane: its middle name is Mae.")

@@ -11,6 +11,8 @@ Final is not the end of the run but an Observation that says why, and the model 
 - `in_question`: an open question's answer repeats words of the question ("Gator Country"), which names the
   first hop, not the answer; a name of the kind asked for, as the question writes it after which/what, is not
   refused ("Hawaii County" for "... is in what Hawaii county?"). Observation: find what the question asks about it.
+- `unnamed`: an open question's answer is the definite article and one lower-case word ("The film", "The
+  journal"): it refers to a thing the run read about without naming it. Observation: find its name.
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
   in it ("Kansas" for "a population of how many inhabitants?", answer_form.py), or asks for a number and gets a
   year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma), or asks
@@ -70,15 +72,15 @@ the model answers from that document alone, in a call of its own (READ_SYSTEM, R
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. On the last step, with `exclude_refused`, a comparison whose two numbers the documents
 give (`compare`) takes the losing option out of the grammar instead: what the check would have refused cannot be
-written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question,
-kind, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later step's
-grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused for want of reading (unread,
-one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by default), the step after
-a refusal whose Observation says what to find (SEARCH_REASONS) and shows no document may only search: told to
-search, the 1.5B model most often wrote another Final from the same page ("Shazzan" after "Shirley Temple" was
-refused). On dev200 the searches it forced found no better answers (EM 39.0 with and without), and a forced search
-that also left out the calls already made ran into one cut-off step (the model could only write its last search
-again), so it leaves repeats to the loop, as every step does without fresh_calls.
+written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed,
+kind, name_part, event, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every
+later step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused for want of
+reading (unread, one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by
+default), the step after a refusal whose Observation says what to find (SEARCH_REASONS) and shows no document may
+only search: told to search, the 1.5B model most often wrote another Final from the same page ("Shazzan" after
+"Shirley Temple" was refused). On dev200 the searches it forced found no better answers (EM 39.0 with and without),
+and a forced search that also left out the calls already made ran into one cut-off step (the model could only write
+its last search again), so it leaves repeats to the loop, as every step does without fresh_calls.
 Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples show refusals and how to
 go on after one (prompt_files/verify_*.txt).
 """
@@ -121,14 +123,18 @@ MAX_REFUSALS = 3
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
 EXCLUDED_REASONS = frozenset(
-    ["in_question", "kind", "name_part", "event", "asks_for", "described", "compare", "sides", "same", "shared"]
+    ["in_question", "unnamed", "kind", "name_part", "event", "asks_for", "described"]
+    + ["compare", "sides", "same", "shared"]
 )
 # Refusals whose Observation says what to find: with search_after_refusal, the next step may only search.
-SEARCH_REASONS = frozenset(["unread", "in_question", "kind", "event", "asks_for", "described"])
+SEARCH_REASONS = frozenset(["unread", "in_question", "unnamed", "kind", "event", "asks_for", "described"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
 IN_QUESTION = "{answer} is named in the question, so it is not the answer. Find what the question asks: {question}"
+UNNAMED = "{answer} names no particular thing; the question asks for its name. Find it: {question}"
+# "The film", "the journal": the definite article and one lower-case word refer to a thing without naming it.
+_NAMES_NOTHING = re.compile(r"(?:[Tt]he|[Tt]his|[Tt]hat)\s+[a-z][a-z-]*")
 KIND = "The question asks for {wants}, and {answer} is not one. Find it: {question}"
 KIND_YEAR = (
     "The question asks for {wants}, and {answer} reads as a year (a count of a thousand or more is written with a "
@@ -201,8 +207,8 @@ SAME_VALUES = (
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, kind, name part, asks for, described, one side,
-    compare, sides, same, shared, unopened) first."""
+    """ReAct whose Finals are checked (unread, in the question, unnamed, kind, name part, asks for, described, one
+    side, compare, sides, same, shared, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -296,6 +302,8 @@ class VerifyAgent(ReActAgent):
             return self._one_side(state, record, answer) or self._weigh(state, record, answer, reasons)
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
+        if _NAMES_NOTHING.fullmatch(answer.strip()):
+            return self._refuse(record, "unnamed", answer, UNNAMED.format(answer=answer, question=question))
         if not form.fits(answer):
             assert form.wants is not None
             template = KIND_YEAR if reads_as_year(answer) else KIND
