@@ -19,11 +19,11 @@ Final is not the end of the run but an Observation that says why, and the model 
   for a date and gets a bare number of one to three digits ("17", the day of "February 17, 1945"), or asks
   for a kind of thing ("which city") and gets a bare number that titles no document ("1927"). Observation: what
   the question asks for.
-- `name_part`: a question asks for one part of a person's name ("What is the first name of Jack Benny Binion's
-  father?", answer_form.name_part) and gets a whole name ('Lester Ben "Benny" Binion'): Observation: the part
-  asked ("Lester"). Or it gets one word that is another part of a name read ("Sela", the first name in "Sela
-  Ward", for a middle name): Observation: that name's own document, which most often writes it in full ("Sela Ann
-  Ward").
+- `name_part`: a question asks for one part of a person's name ("What is the middle name of the actress who
+  ...?", answer_form.name_part) and gets one word that is another part of a name read ("Sela", the first name in
+  "Sela Ward"), or a name with no such part: Observation: that name's own document, and the part asked where the
+  document writes the name in full ("Sela Ann Ward: its middle name is Ann"). A whole name that has the part is
+  not refused but answered with it (review_step: "Lester" of 'Lester Ben "Benny" Binion' for a first name).
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") is
   answered with the title of a document whose first sentence does not say it is one ("Dublin": "Dublin is the
   capital and largest city of Ireland"): the answer is a hop on the way, not the thing asked for. Observation:
@@ -193,7 +193,7 @@ SAME_USER = (
     "What {what} does the document give for {name}? Reply with a few words."
 )
 # "same" or "different", not yes or no: asked "Is that the same X?" of two short answers, the 1.5B model said yes to
-# every pair tried, Laleli and Ortaköy included; offered the two words, it told 5 of 7 pairs apart (NOTE35).
+# all 7 pairs tried, Laleli and Ortaköy included; offered the two words, it told 5 of the 7 apart.
 SAME_OR_DIFFERENT = WordParser(("same", "different"))
 SAME_JUDGE_SYSTEM = "You compare two short answers. Reply same or different only."
 SAME_JUDGE_USER = (

@@ -149,10 +149,12 @@ def control_options() -> Decorator:
                 "--exclude-refused/--no-exclude-refused",
                 default=ANSWER_DEFAULTS["exclude_refused"],
                 show_default=True,
-                help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, is not "
-                "the kind of thing asked for, dates another event than the one asked about, is the entity the "
-                "question describes on the way, loses a comparison, is not in both documents of a question about "
-                "what two things share) cannot be written again, in any case, nor a span that begins with it or "
+                help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, names "
+                "nothing ('The film'), is not the kind of thing asked for or the part of a name asked for, dates "
+                "another event than the one asked about, is the entity the question describes on the way, loses a "
+                "comparison, disagrees with the two documents read one at a time, is not in both documents of a "
+                "question about what two things share) cannot be written again, in any case, nor a span that "
+                "begins with it or "
                 "that it begins with; and the last step of a comparing question may only write the option whose "
                 "number wins, where both documents give one.",
             ),
@@ -169,8 +171,8 @@ def control_options() -> Decorator:
                 default=False,
                 show_default=True,
                 help="With --agent verify: after a Final refused for want of a fact and shown no document (not in "
-                "what the run has read, repeats the question, not the kind of thing asked for, dates another "
-                "event), the next step may only search.",
+                "what the run has read, repeats the question, names nothing, not the kind of thing asked for, dates "
+                "another event), the next step may only search.",
             ),
             click.option(
                 "--read-hop/--no-read-hop",
