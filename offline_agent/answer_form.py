@@ -176,6 +176,7 @@ _EVENT_VERBS = {
     + ("demolished",),
 }
 _EVENTS = {verb: family for family, verbs in _EVENT_VERBS.items() for verb in verbs}
+_WORD_PARTS = re.compile(r"[^\W\d_]+")
 _NAME_PART = re.compile(r"\b(first|given|middle|last|family|sur)\s*name\b", re.IGNORECASE)
 _PARTS = {"first": "first", "given": "first", "middle": "middle", "last": "last", "family": "last", "sur": "last"}
 _NAME_WORDS = re.compile(r"[^\W\d_](?:\.|[\w'’-]*)")  # a word, or an initial with its full stop
@@ -225,6 +226,23 @@ class AnswerForm:
         capitalised word is part of another thing's name: "McLean is a census-designated place in Fairfax
         County" does not say McLean is a county."""
         return not self.asks_for or _names_kind(_own_words(text), self.asks_for) is not None
+
+    def unsaid_modifiers(self, sentence: str, document: str) -> tuple[str, ...]:
+        """The words the question puts before the kind it asks for ("oversteering" in "what oversteering technique")
+        that `document` never uses, where `sentence` (its first) names that kind: "Woodblock printing is a
+        technique for printing ..." is a technique, but not an oversteering one. A word is used when a word of the
+        document begins with its first six letters ("supernatural" for "supernatrual", "longest" for "long"); a
+        hyphenated one counts by its parts of four letters or more ("profit" of "not-for-profit")."""
+        kind = _names_kind(_own_words(sentence), self.asks_for) if self.asks_for else None
+        if kind is None:
+            return ()
+        used = {word.lower() for word in _WORD_PARTS.findall(document)}
+
+        def unsaid(part: str) -> bool:
+            return not any(word.startswith(part[:6]) for word in used)
+
+        before = self.asks_for[: self.asks_for.index(kind)]
+        return tuple(word for word in before if any(unsaid(part) for part in word.split("-") if len(part) >= 4))
 
     def dates_event(self, sentence: str, answer: str) -> bool:
         """Whether `sentence`, which holds `answer`, dates the event the question asks about (always, when it names

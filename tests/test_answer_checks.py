@@ -766,6 +766,24 @@ def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:
     assert trajectory.answer == "Vistula" and trajectory.steps[3].details.refusal is None
 
 
+def test_modifier_refuses_a_thing_of_the_kind_whose_document_never_says_the_word_before_it(tiny_index) -> None:
+    question = "Which tidal river flows through the capital of Poland?"
+    trajectory, refused, backend = refused_then(tiny_index, question, "Vistula river", "Vistula", "Baltic Sea")
+    assert refused.details.refusal.reason == "modifier"
+    assert refused.observation.startswith(
+        'The question asks for a tidal river, and nothing in the document of Vistula says "tidal": The Vistula is'
+    )
+    assert refused.details.tool is None  # no document shown: the answer is no hop
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Vistula\n")
+    assert trajectory.answer == "Baltic Sea"
+
+
+def test_modifier_lets_a_word_the_document_uses_in_another_form_stand(tiny_index) -> None:
+    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Vistula river]", "Thought: b\nFinal: Vistula"])
+    trajectory = agent.run("Which long river flows through the capital of Poland?")  # "the longest river"
+    assert trajectory.answer == "Vistula" and trajectory.steps[1].details.refusal is None
+
+
 def test_read_hop_asks_the_hops_own_document_alone_and_shows_its_answer(tiny_index) -> None:
     outputs = [
         "Thought: a\nAction: search[Warsaw]",

@@ -31,6 +31,10 @@ Final is not the end of the run but an Observation that says why, and the model 
   of what it is in ("McLean is a census-designated place in Fairfax County" is not a county). A question about a
   place (answer_form.AnswerForm.about_a_place) also finds the answer's document titled with a region after a
   comma ("McLean, Virginia" for "McLean"), for this check and the next.
+- `modifier`: the answer's document says it is the kind of thing asked for, but never uses a word the question
+  puts before that kind ("Woodblock printing", "a technique for printing ...", for "D1NZ is a series based on
+  what oversteering technique?"): a thing of the right kind from another passage of the page. Observation: the
+  word its document lacks; the document is not shown (it is no hop).
 - `described`: the question describes an entity on the way ("the company that Sachin Warrier worked for", "a
   university that is located in what city") and the answer is the title of a document whose first sentence says
   it is one ("Tata Consultancy Services ... is an Indian multinational ... company"): the model named the hop, not
@@ -73,9 +77,9 @@ A run refuses at most MAX_REFUSALS Finals; after that, and always on the last st
 Final counts as written. On the last step, with `exclude_refused`, a comparison whose two numbers the documents
 give (`compare`) takes the losing option out of the grammar instead: what the check would have refused cannot be
 written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed,
-kind, name_part, event, asks_for, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every
-later step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused for want of
-reading (unread, one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by
+kind, name_part, event, asks_for, modifier, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken
+out of every later step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused
+for want of reading (unread, one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by
 default), the step after a refusal whose Observation says what to find (SEARCH_REASONS) and shows no document may
 only search: told to search, the 1.5B model most often wrote another Final from the same page ("Shazzan" after
 "Shirley Temple" was refused). On dev200 the searches it forced found no better answers (EM 39.0 with and without),
@@ -123,11 +127,11 @@ MAX_REFUSALS = 3
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
 EXCLUDED_REASONS = frozenset(
-    ["in_question", "unnamed", "kind", "name_part", "event", "asks_for", "described"]
+    ["in_question", "unnamed", "kind", "name_part", "event", "asks_for", "modifier", "described"]
     + ["compare", "sides", "same", "shared"]
 )
 # Refusals whose Observation says what to find: with search_after_refusal, the next step may only search.
-SEARCH_REASONS = frozenset(["unread", "in_question", "unnamed", "kind", "event", "asks_for", "described"])
+SEARCH_REASONS = frozenset(["unread", "in_question", "unnamed", "kind", "event", "asks_for", "modifier", "described"])
 FINAL = "Final: "
 
 UNREAD = "Your answer is not in anything you have read. Search for the fact you still need. The question: {question}"
@@ -151,6 +155,10 @@ EVENT = (
 )
 UNOPENED = "{title} has a document of its own that you have not read:\n{text}\nNow answer the question: {question}"
 ASKS_FOR = "{answer} is not what the question asks for ({kind}): {definition}\nFind it: {question}"
+MODIFIER = (
+    "The question asks for {article} {kind}, and nothing in the document of {answer} says {words}: {definition}\n"
+    "Find it: {question}"
+)
 DESCRIBED = (
     "{answer} is the {kind} the question describes, a step on the way: {definition}\n"
     "Find what the question asks about it: {question}"
@@ -207,8 +215,8 @@ SAME_VALUES = (
 
 
 class VerifyAgent(ReActAgent):
-    """ReAct whose Finals are checked (unread, in the question, unnamed, kind, name part, asks for, described, one
-    side, compare, sides, same, shared, unopened) first."""
+    """ReAct whose Finals are checked (unread, in the question, unnamed, kind, name part, asks for, modifier,
+    described, one side, compare, sides, same, shared, unopened) first."""
 
     name = "verify"
     prompt_name = "verify"
@@ -329,7 +337,9 @@ class VerifyAgent(ReActAgent):
         if sentence is None:
             return self._number_for_a_thing(form, record, answer)
         refused = self._asks_for(form, record, answer, sentence) or self._described(form, record, answer, sentence)
-        return refused if refused is None else self._with_document(state, record, answer, refused, place)
+        if refused is None:
+            return self._modifier(form, record, answer, sentence, place)
+        return self._with_document(state, record, answer, refused, place)
 
     def _search_tool(self) -> object | None:
         """The run's search tool, whose document lookups (definition, open_named, open_mentioned) the checks use."""
@@ -414,6 +424,27 @@ class VerifyAgent(ReActAgent):
             return None
         text = ASKS_FOR.format(kind=" ".join(form.asks_for), answer=answer, definition=sentence, question=form.question)
         return self._refuse(record, "asks_for", answer, text)
+
+    def _modifier(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str, place: bool) -> str | None:
+        """The `modifier` check: the answer's document says it is the kind of thing asked for, but never uses a word
+        the question puts before that kind (AnswerForm.unsaid_modifiers): "Woodblock printing" for "D1NZ is a
+        series based on what oversteering technique?", read on the page beside D1NZ's "drifting series". Its
+        document is not shown: it is no hop, only a thing of the right kind from another page."""
+        document = getattr(self._search_tool(), "document", None)
+        text = document(answer, place=place) if document is not None else None
+        missing = form.unsaid_modifiers(sentence, text) if text is not None else ()
+        if not missing:
+            return None
+        kind = " ".join(form.asks_for)
+        observation = MODIFIER.format(
+            article="an" if kind[:1] in "aeiou" else "a",
+            kind=kind,
+            answer=answer,
+            words=", ".join(f'"{word}"' for word in missing),
+            definition=sentence,
+            question=form.question,
+        )
+        return self._refuse(record, "modifier", answer, observation)
 
     def _number_for_a_thing(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
         """The `kind` check of a "which/what NOUN" question answered with a bare number that titles no document

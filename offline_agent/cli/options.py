@@ -150,7 +150,8 @@ def control_options() -> Decorator:
                 default=ANSWER_DEFAULTS["exclude_refused"],
                 show_default=True,
                 help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, names "
-                "nothing ('The film'), is not the kind of thing asked for or the part of a name asked for, dates "
+                "nothing ('The film'), is not the kind of thing asked for (or its document never uses a word the "
+                "question puts before that kind) or the part of a name asked for, dates "
                 "another event than the one asked about, is the entity the question describes on the way, loses a "
                 "comparison, disagrees with the two documents read one at a time, is not in both documents of a "
                 "question about what two things share) cannot be written again, in any case, nor a span that "
