@@ -116,6 +116,7 @@ from offline_agent.compare import Comparison, Measure, comparison, measure, same
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.grammar import StepGrammar
 from offline_agent.parse import StepParser, WordParser
+from offline_agent.prompts import PromptParts
 from offline_agent.retrieval import first_sentence, split_sentences
 from offline_agent.steps import Step, StepRecord
 
@@ -391,7 +392,6 @@ class VerifyAgent(ReActAgent):
         from offline_agent.grammar import GrammarSpec, build_grammar
         from offline_agent.grounding import Grounding
         from offline_agent.parse import parser_for
-        from offline_agent.prompts import render_chat
 
         grounding = Grounding([text], yes_no=False)
         for refused in _refused_as_wrong(state, record):
@@ -399,10 +399,8 @@ class VerifyAgent(ReActAgent):
         if grounding.is_empty:
             return None
         spec = GrammarSpec(thought=False, allow_action=False, grounded=True)
-        backend = self.backend
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        prompt = render_chat(backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token)
-        with aside(backend):  # the run's own prompt stays in the cache for its next step
+        prompt = self.prompt_prefix(PromptParts(system=system, user=user))
+        with aside(self.backend):  # the run's own prompt stays in the cache for its next step
             result = self.runner.turn(
                 state,
                 prompt,
@@ -686,12 +684,8 @@ class VerifyAgent(ReActAgent):
         """The model's one word of `words` ("yes" or "no", ...) to `user`, in a call of its own; its cost is booked
         on the step. None when the call gave no word (the run stopped, or a backend without a grammar wrote
         something else)."""
-        from offline_agent.prompts import render_chat
-
-        backend = self.backend
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        prompt = render_chat(backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token)
-        with aside(backend):  # the run's own prompt stays in the cache for its next step
+        prompt = self.prompt_prefix(PromptParts(system=system, user=user))
+        with aside(self.backend):  # the run's own prompt stays in the cache for its next step
             result = self.runner.word(state, prompt, words, seed=self.config.seed)
         StepRunner.add_cost(record, result)
         return result.value
