@@ -330,51 +330,53 @@ class VerifyAgent(ReActAgent):
         unopened = self._unopened(state, record, answer)
         if unopened is not None or not (form.asks_for or form.described):
             return unopened
-        # The answer's own document says what it is: one lookup for both checks on it. A place may be titled with
-        # its region ("McLean, Virginia"), which the answer leaves out.
-        definition = getattr(self._search_tool(), "definition", None)
+        # The answer's own document, read once for every check on it; its first sentence says what it is. A place
+        # may be titled with its region ("McLean, Virginia"), which the answer leaves out.
+        document = getattr(self._search_tool(), "document", None)
         place = form.about_a_place
-        sentence = definition(answer, place=place) if definition is not None else None
-        if sentence is None:
+        own = document(answer, place=place) if document is not None else None
+        sentence = (first_sentence(own) or None) if own is not None else None
+        if own is None or sentence is None:
             return self._number_for_a_thing(form, record, answer)
         refused = self._asks_for(form, record, answer, sentence) or self._described(form, record, answer, sentence)
         if refused is None:
-            return self._modifier(form, record, answer, sentence, place)
-        return self._with_document(state, record, answer, refused, place)
+            return self._modifier(form, record, answer, sentence, own)
+        return self._with_document(state, record, answer, refused, place, own)
 
     def _search_tool(self) -> object | None:
-        """The run's search tool, whose document lookups (definition, open_named, open_mentioned) the checks use."""
+        """The run's search tool, whose document lookups (document, open_named, open_mentioned) the checks use."""
         return self.tools.get("search") if "search" in self.tools else None
 
     def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:
         self.details(record).refusal = RefusalDetails(reason, answer)
         return observation
 
-    def _with_document(self, state: LoopState, record: StepRecord, answer: str, refusal: str, place: bool) -> str:
+    def _with_document(
+        self, state: LoopState, record: StepRecord, answer: str, refusal: str, place: bool, own: str
+    ) -> str:
         """An asks_for or described refusal's Observation with the refused answer's own document, read or not, as a
         search shows it (its sentences nearest the question): the answer is the entity on the way, and its
         document most often holds what the question asks about it. Read among a page of other passages, the 1.5B
         model missed it ("Sonic" in Jim Cummings' document); shown alone after the refusal, it is the next hop
-        without a search. With `place`, a document titled with the answer and a region counts as its own."""
+        without a search. With `place`, a document titled with the answer and a region counts as its own (`own`,
+        its text)."""
         shown = self._open(state, record, "open_named", answer, exclude_seen=False, place=place)
         if shown is None:
             return refusal
-        read = self._read_alone(state, record, answer, place) if self.config.read_hop else None
+        read = self._read_alone(state, record, answer, own) if self.config.read_hop else None
         return "\n".join([refusal, DOCUMENT.format(text=shown[0]), *([read] if read else [])])
 
-    def _read_alone(self, state: LoopState, record: StepRecord, answer: str, place: bool) -> str | None:
-        """With read_hop: the model's answer to the question from the refused answer's own document alone (one
+    def _read_alone(self, state: LoopState, record: StepRecord, answer: str, own: str) -> str | None:
+        """With read_hop: the model's answer to the question from the refused answer's own document (`own`) alone (one
         call, READ_SYSTEM and READ_USER, `_read_off`), and the sentence it is in, which the run reads; None where
         the call gave no answer or one that repeats the question or is not of the kind it wants (in_question,
         AnswerForm.fits). Read among a page of passages, the hop's document is one of many; read alone, it is the
         whole question."""
         from offline_agent.tools.titles import bare_title
 
-        document = getattr(self._search_tool(), "document", None)
-        text = document(answer, place=place) if document is not None and state.grounding is not None else None
-        if text is None or state.grounding is None:
+        if state.grounding is None:
             return None
-        text = self.fit_observation(text)
+        text = self.fit_observation(own)
         question = state.trajectory.question
         user = READ_USER.format(title=answer, text=text, question=question, name=bare_title(answer))
         found = self._read_off(state, record, text, READ_SYSTEM, user)
@@ -416,21 +418,20 @@ class VerifyAgent(ReActAgent):
         return result.value.final if result.value is not None and result.value.is_final else None
 
     def _asks_for(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str) -> str | None:
-        """The `asks_for` check: refuse an answer that is the title of a document whose first sentence (`sentence`,
-        from the search tool's `definition`) does not name the kind of thing the question asks for."""
+        """The `asks_for` check: refuse an answer that is the title of a document whose first sentence (`sentence`)
+        does not name the kind of thing the question asks for."""
         if not form.asks_for or form.describes(sentence):
             return None
         text = ASKS_FOR.format(kind=" ".join(form.asks_for), answer=answer, definition=sentence, question=form.question)
         return self._refuse(record, "asks_for", answer, text)
 
-    def _modifier(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str, place: bool) -> str | None:
-        """The `modifier` check: the answer's document says it is the kind of thing asked for, but never uses a word
-        the question puts before that kind (AnswerForm.unsaid_modifiers): "Woodblock printing" for "D1NZ is a
-        series based on what oversteering technique?", read on the page beside D1NZ's "drifting series". Its
-        document is not shown: it is no hop, only a thing of the right kind from another page."""
-        document = getattr(self._search_tool(), "document", None)
-        text = document(answer, place=place) if document is not None else None
-        missing = form.unsaid_modifiers(sentence, text) if text is not None else ()
+    def _modifier(self, form: AnswerForm, record: StepRecord, answer: str, sentence: str, own: str) -> str | None:
+        """The `modifier` check: the answer's document (`own`, whose first sentence is `sentence`) says it is the kind
+        of thing asked for, but never uses a word the question puts before that kind (AnswerForm.unsaid_modifiers):
+        "Woodblock printing" for "D1NZ is a series based on what oversteering technique?", read on the page beside
+        D1NZ's "drifting series". Its document is not shown: it is no hop, only a thing of the right kind from
+        another page."""
+        missing = form.unsaid_modifiers(sentence, own)
         if not missing:
             return None
         kind = " ".join(form.asks_for)
