@@ -26,7 +26,9 @@ An open question may also say what kind of thing it asks for (`wants`): a year o
 "When was ..."), or a number ("How many ...", "how much", "how old", ...). An answer of that kind has a digit or a
 number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?"),
 and a number answered with a bare year ("1959" for "How many copies ... sold?"), and a date with a bare
-number of one to three digits ("17").
+number of one to three digits ("17"). A question that asks when, not in what year (`whole_date`), is answered with
+the date as written: verify.py answers a bare year with the one date the sentences that give it write in full
+(`dates_with_year`: "1949" of "born April 1, 1949" is "April 1, 1949").
 A date question may also name the event it dates (`event`: "founded" in "a special forces unit founded in what
 year?", "born" in "When was X born?", "die" in "In which year did X die?"); verify.py refuses a year that no
 sentence read gives for such an event (`dates_event`: "1945" from "Operation Cold Comfort was a failed SAS raid
@@ -78,7 +80,12 @@ _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
 _WHICH_OF = re.compile(r"^\W*(?:which|who)\s+of\s+([A-Z0-9][^,:?]*?)\s+and\s+([A-Z0-9][^,:?]*?)\s*\?", re.IGNORECASE)
 _NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du", "le"])  # inside a name
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
-_WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b", re.IGNORECASE)
+_WANTS_DATE = re.compile(
+    r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b|\bwhen\W*$", re.IGNORECASE
+)
+# A date question that asks for a year, a decade or a century, not for the date itself.
+_IN_YEARS = re.compile(r"\b(?:what|which)\s+(?:year|decade|century)\b", re.IGNORECASE)
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 _KIND_WORD = r"([^\W\d_]+(?:-[^\W\d_]+)*)"
 # "Which other film ...": "other" qualifies the kind asked for and is read past.
 _ASKS_FOR = re.compile(
@@ -219,6 +226,12 @@ class AnswerForm:
         if self.wants == "date" and _SHORT_NUMBER.fullmatch(answer.strip()):
             return False
         return self.wants is None or bool(_NUMBER.search(answer))
+
+    @property
+    def whole_date(self) -> bool:
+        """Whether the question asks when something was ("When was X born?", "... a civil war that ended when?"),
+        not in what year, decade or century: its answer is the date as the documents write it ("April 1, 1949")."""
+        return self.wants == "date" and not _IN_YEARS.search(self.question)
 
     def describes(self, text: str) -> bool:
         """Whether `text` (a document's first sentence) names the kind of thing the question asks for, a plural
@@ -461,6 +474,14 @@ def reads_as_year(answer: str) -> bool:
     return bool(_YEAR.fullmatch(answer.strip()))
 
 
+def dates_with_year(year: str, sentence: str) -> list[str]:
+    """The dates `sentence` writes in full with `year` ("21 March 1963", "April 1, 1949", "October 1922"), in
+    order."""
+    year = re.escape(year.strip())
+    pattern = rf"\b(?:\d{{1,2}}\s+{_MONTH}|{_MONTH}(?:\s+\d{{1,2}},?)?)\s+{year}\b"
+    return [found.group(0) for found in re.finditer(pattern, sentence)]
+
+
 def kind_asked(question: str) -> tuple[str, ...]:
     """The kind of thing a which/what question names, of any form ("movie" in "Which movie was filmed first, A or
     B?"); () when it names none."""
@@ -651,6 +672,7 @@ __all__ = [
     "answer_form",
     "choice_options",
     "compares",
+    "dates_with_year",
     "in_question",
     "kind_asked",
     "name_part",

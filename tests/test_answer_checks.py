@@ -11,6 +11,7 @@ from offline_agent.answer_form import (
     answer_form,
     choice_options,
     compares,
+    dates_with_year,
     in_question,
     name_part,
     paired_subjects,
@@ -432,6 +433,7 @@ def test_grounding_without_yes_no() -> None:
         ("When did the Vistula flood Warsaw?", "date"),
         ("The lake is in a county that has a population of how many inhabitants ?", "number"),
         ("Which signee was Rookie of the Year when he was 19?", None),  # "when" inside the question
+        ("Kerensky was defeated in the course of a civil war that ended when?", "date"),  # "when" last
         ("Who founded the gallery?", None),
     ],
 )
@@ -716,6 +718,73 @@ def test_name_part_reads_the_name_in_full_off_its_document(tmp_path) -> None:
     assert refused.observation.startswith("Ada is the first name in Ada Lane, and the question asks for the middle")
     assert refused.observation.endswith("Its document writes the name in full, Ada Mae Lane: its middle name is Mae.")
     assert trajectory.answer == "Mae"
+
+
+@pytest.mark.parametrize(
+    ("question", "whole"),
+    [
+        ("When was the lawyer who led the campaign born?", True),
+        ("Kerensky was defeated in the course of a civil war that ended when?", True),
+        ("What date did the ship sink?", True),
+        ("In which year was the author of Middlemarch born?", False),
+        ("What decade did the band form in?", False),
+        ("Who founded the gallery?", False),
+    ],
+)
+def test_a_question_that_asks_when_wants_the_date_in_full(question: str, whole: bool) -> None:
+    assert answer_form(question).whole_date is whole
+
+
+@pytest.mark.parametrize(
+    ("sentence", "year", "dates"),
+    [
+        ("Paul Manafort (born April 1, 1949) is an American lawyer.", "1949", ["April 1, 1949"]),
+        ("Ronald Koeman (born 21 March 1963) is a former Dutch footballer.", "1963", ["21 March 1963"]),
+        ("The civil war ended in October 1922 with the fall of Vladivostok.", "1922", ["October 1922"]),
+        ("Born on May 2, 1950 or on June 3, 1950.", "1950", ["May 2, 1950", "June 3, 1950"]),
+        ("It was released in 1949, and again on May 2, 1950.", "1949", []),  # no date with that year
+        ("He was born in 1949.", "1949", []),
+    ],
+)
+def test_the_dates_a_sentence_writes_with_a_year(sentence: str, year: str, dates: list[str]) -> None:
+    assert dates_with_year(year, sentence) == dates
+
+
+def _dated_index(tmp_path, documents: dict[str, str]):
+    from offline_agent.retrieval import open_corpus
+
+    folder = tmp_path / "dated"
+    folder.mkdir(parents=True)
+    for name, text in documents.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return open_corpus(folder)
+
+
+def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_written(tmp_path) -> None:
+    # Dev200: "When was the American lawyer ... born?" answered "1949", gold "April 1, 1949".
+    index = _dated_index(
+        tmp_path,
+        {
+            "ada.md": "# Ada Lane\n\nAda Lane (born April 1, 1949) is a ferry pilot from Leeds. "
+            "She retired on 3 May 2010.",
+            "harbour.md": "# Quiet Harbour\n\nQuiet Harbour is a film about Ada Lane, made in 1949.",
+        },
+    )
+    outputs = ["Thought: a\nAction: search[Ada Lane ferry pilot]", "Thought: b\nFinal: 1949"]
+    agent, _ = make(index, outputs)
+    trajectory = agent.run("When was the ferry pilot Ada Lane born?")
+    assert trajectory.answer == "April 1, 1949"
+    assert trajectory.steps[1].details.checked == {"1949": "date as written: April 1, 1949"}
+    assert trajectory.steps[1].raw.endswith("Final: 1949")  # what the model wrote stays on record
+    # A question for the year keeps the year; so does one whose sentences write two dates with that year.
+    agent, _ = make(index, outputs)
+    assert agent.run("In which year was the ferry pilot Ada Lane born?").answer == "1949"
+    index = _dated_index(
+        tmp_path / "two",
+        {"ada.md": "# Ada Lane\n\nAda Lane was born on April 1, 1949 or on June 2, 1949; the records differ."},
+    )
+    agent, _ = make(index, outputs)
+    assert agent.run("When was the ferry pilot Ada Lane born?").answer == "1949"
 
 
 def test_name_part_lets_a_one_word_answer_of_the_part_asked_stand(tiny_index) -> None:

@@ -70,6 +70,11 @@ Final is not the end of the run but an Observation that says why, and the model 
   document, so the model reads it before answering again (an answer that really is that entity is then
   accepted, one search later).
 
+A question that asks when, not in what year (AnswerForm.whole_date), answered with a bare year is not refused but
+answered with the date the sentences read write in full with that year (review_step: "April 1, 1949" of "born April
+1, 1949" for "When was ... born?"; where they write two, the year stands): the date is what was asked, and the
+model, having read it, wrote its year (dev200 #35 and #85, gold "October 1922" and "April 1, 1949").
+
 An asks_for or described refusal shows the refused answer's own document (the hop), and with `read_hop` also what
 the model answers from that document alone, in a call of its own (READ_SYSTEM, READ_USER; `_read_alone`).
 
@@ -102,6 +107,7 @@ from offline_agent.answer_form import (
     answer_form,
     choice_options,
     compares,
+    dates_with_year,
     in_question,
     kind_asked,
     names_kind,
@@ -257,7 +263,9 @@ class VerifyAgent(ReActAgent):
         answer a question that asks for one part of a person's name (AnswerForm.name_part) with that part of a
         whole name the model wrote ("Lester" of 'Lester Ben "Benny" Binion' for "What is the first name of ...?"),
         recorded in `checked` (the name written: the part). Refused, the 1.5B model wrote the whole name again;
-        and excluding it would take out the part, which begins it."""
+        and excluding it would take out the part, which begins it. Likewise a question that asks when
+        (AnswerForm.whole_date) answered with a bare year is answered with the date the sentences read write in
+        full with it (`_written_date`: "1949" of "born April 1, 1949"), recorded in `checked` too."""
         decided = self._decided(state) if record.final_only and state.grounding is not None else None
         if decided is not None and step is not None and step.is_final:
             self.details(record).checked = decided[1]
@@ -267,6 +275,11 @@ class VerifyAgent(ReActAgent):
             if piece is not None:
                 self.details(record).checked = {step.final: f"{form.name_part} name: {piece}"}
                 step = replace(step, final=piece)
+        if form.whole_date and step is not None and step.final is not None and reads_as_year(step.final):
+            date = _written_date(state, form, step.final.strip())
+            if date is not None:
+                self.details(record).checked = {step.final: f"date as written: {date}"}
+                step = replace(step, final=date)
         return super().review_step(state, record, step)
 
     def _decided(self, state: LoopState) -> tuple[str, dict[str, str]] | None:
@@ -870,6 +883,16 @@ def _sentence_with(text: str, found: str) -> str:
     """The first sentence of `text` that holds `found` as whole words (`found` itself where none does)."""
     holds = _as_words(found)
     return next((text[a:b] for a, b in split_sentences(text) if holds.search(text[a:b])), found)
+
+
+def _written_date(state: LoopState, form: AnswerForm, year: str) -> str | None:
+    """The date that the sentences read which give `year` write in full with it ("April 1, 1949" of "born April 1,
+    1949"), among those that date the question's event where any does; None where none does, or they write two."""
+    holds = _as_words(year)
+    sentences = [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
+    sentences = [sentence for sentence in sentences if form.dates_event(sentence, year)] or sentences
+    dates = {date for sentence in sentences for date in dates_with_year(year, sentence)}
+    return dates.pop() if len(dates) == 1 else None
 
 
 def _read_sentences(state: LoopState) -> list[str]:
