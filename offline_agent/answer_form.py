@@ -80,9 +80,7 @@ _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
 _WHICH_OF = re.compile(r"^\W*(?:which|who)\s+of\s+([A-Z0-9][^,:?]*?)\s+and\s+([A-Z0-9][^,:?]*?)\s*\?", re.IGNORECASE)
 _NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du", "le"])  # inside a name
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
-_WANTS_DATE = re.compile(
-    r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b|\bwhen\W*$", re.IGNORECASE
-)
+_WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b|\bwhen\W*$", re.IGNORECASE)
 # A date question that asks for a year, a decade or a century, not for the date itself.
 _IN_YEARS = re.compile(r"\b(?:what|which)\s+(?:year|decade|century)\b", re.IGNORECASE)
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"

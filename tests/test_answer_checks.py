@@ -776,6 +776,14 @@ def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_
     assert trajectory.answer == "April 1, 1949"
     assert trajectory.steps[1].details.checked == {"1949": "date as written: April 1, 1949"}
     assert trajectory.steps[1].raw.endswith("Final: 1949")  # what the model wrote stays on record
+    # The checks weigh the year written: a refused one ("2010", the date of her retirement) is the one taken out.
+    agent, backend = make(
+        index, [outputs[0], "Thought: b\nFinal: 2010", "Thought: c\nFinal: 1949"], exclude_refused=True
+    )
+    trajectory = agent.run("When was the ferry pilot Ada Lane born?")
+    assert trajectory.steps[1].details.refusal.reason == "event"
+    assert trajectory.steps[1].details.refusal.answer == "2010" and trajectory.answer == "April 1, 1949"
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: 2010\n")
     # A question for the year keeps the year; so does one whose sentences write two dates with that year.
     agent, _ = make(index, outputs)
     assert agent.run("In which year was the ferry pilot Ada Lane born?").answer == "1949"

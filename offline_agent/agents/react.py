@@ -20,8 +20,9 @@ What the loop guarantees:
 
 The hooks a strategy built on this loop fills in (all public; react, act, cot and standard are settings of it):
 `step_grammar` (the grammar of each step, from the run so far), `step_prompt` (what the model is shown for the
-next step), `review_step` (check and annotate a parsed step; may refuse it), `after_observation` (what happens once
-a tool has answered; may end the run), `opening_action` (the Action the agent opens the run with, if any), and
+next step), `review_step` (check and annotate a parsed step; may refuse it), `check_final` (accept or refuse a
+Final), `final_answer` (the answer a Final that stands gives), `after_observation` (what happens once a tool has
+answered; may end the run), `opening_action` (the Action the agent opens the run with, if any), and
 `budget_note` (what an Observation says about the steps left).
 """
 
@@ -204,8 +205,8 @@ class ReActAgent(Strategy):
                 assert step.final is not None
                 refusal = None if final_only else self.check_final(state, record, step, turn)
                 if refusal is None:
-                    record.final = step.final
-                    state.finish(step.final)
+                    record.final = self.final_answer(state, record, step)
+                    state.finish(record.final)
                     self.step_done(record)
                     return
                 self.refuse_final(state, record, step, refusal)
@@ -310,6 +311,12 @@ class ReActAgent(Strategy):
         """Accept the Final just written (None), or refuse it with the Observation that says why; the run then goes
         on. Never asked on a step that may only answer. ReAct accepts every Final; agents/verify.py checks them."""
         return None
+
+    def final_answer(self, state: LoopState, record: StepRecord, step: Step) -> str:
+        """The answer a Final that stands gives (checked, or on a step that may only answer): what it wrote. A
+        strategy may write it out in the form the question asks for (agents/verify.py: a date in full)."""
+        assert step.final is not None
+        return step.final
 
     def refuse_final(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
         """Record a refused Final: the step keeps its text, the refusal is its Observation, and the run goes on."""

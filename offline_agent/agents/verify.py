@@ -70,10 +70,10 @@ Final is not the end of the run but an Observation that says why, and the model 
   document, so the model reads it before answering again (an answer that really is that entity is then
   accepted, one search later).
 
-A question that asks when, not in what year (AnswerForm.whole_date), answered with a bare year is not refused but
-answered with the date the sentences read write in full with that year (review_step: "April 1, 1949" of "born April
-1, 1949" for "When was ... born?"; where they write two, the year stands): the date is what was asked, and the
-model, having read it, wrote its year (dev200 #35 and #85, gold "October 1922" and "April 1, 1949").
+A bare year that stands as the answer to a question that asks when, not in what year (AnswerForm.whole_date), gives
+the date the sentences read write in full with that year (final_answer: "April 1, 1949" of "born April 1, 1949" for
+"When was ... born?"; where they write two, the year stands; the checks weigh the year): the date is what was
+asked, and the model, having read it, wrote its year (dev200 #35 and #85, gold "October 1922" and "April 1, 1949").
 
 An asks_for or described refusal shows the refused answer's own document (the hop), and with `read_hop` also what
 the model answers from that document alone, in a call of its own (READ_SYSTEM, READ_USER; `_read_alone`).
@@ -263,9 +263,7 @@ class VerifyAgent(ReActAgent):
         answer a question that asks for one part of a person's name (AnswerForm.name_part) with that part of a
         whole name the model wrote ("Lester" of 'Lester Ben "Benny" Binion' for "What is the first name of ...?"),
         recorded in `checked` (the name written: the part). Refused, the 1.5B model wrote the whole name again;
-        and excluding it would take out the part, which begins it. Likewise a question that asks when
-        (AnswerForm.whole_date) answered with a bare year is answered with the date the sentences read write in
-        full with it (`_written_date`: "1949" of "born April 1, 1949"), recorded in `checked` too."""
+        and excluding it would take out the part, which begins it."""
         decided = self._decided(state) if record.final_only and state.grounding is not None else None
         if decided is not None and step is not None and step.is_final:
             self.details(record).checked = decided[1]
@@ -275,12 +273,20 @@ class VerifyAgent(ReActAgent):
             if piece is not None:
                 self.details(record).checked = {step.final: f"{form.name_part} name: {piece}"}
                 step = replace(step, final=piece)
-        if form.whole_date and step is not None and step.final is not None and reads_as_year(step.final):
-            date = _written_date(state, form, step.final.strip())
-            if date is not None:
-                self.details(record).checked = {step.final: f"date as written: {date}"}
-                step = replace(step, final=date)
         return super().review_step(state, record, step)
+
+    def final_answer(self, state: LoopState, record: StepRecord, step: Step) -> str:
+        """The Final as written; but a bare year that stands as the answer to a question that asks when, not in what
+        year (AnswerForm.whole_date), gives the date the sentences read write in full with it (`_written_date`:
+        "April 1, 1949" of "born April 1, 1949"), recorded in `checked` (the year: the date). The checks weigh the
+        year the model wrote, so a refused year is the one taken out of the grammar."""
+        answer = super().final_answer(state, record, step)
+        form = state.form or answer_form(state.trajectory.question)
+        date = _written_date(state, form, answer.strip()) if form.whole_date and reads_as_year(answer) else None
+        if date is None:
+            return answer
+        self.details(record).checked = {answer: f"date as written: {date}"}
+        return date
 
     def _decided(self, state: LoopState) -> tuple[str, dict[str, str]] | None:
         """The option a comparison rules out (the loser) and the numbers it read, by option; None where the
