@@ -15,6 +15,12 @@ What is compared (`comparison`), from the question's comparative word:
 - `size`: higher, highest, taller, tallest, longer, longest, larger, largest, bigger, biggest, deeper, deepest
   (the larger measure wins); shorter, lower, smaller (the smaller wins). A measure is a number with a unit of
   length (metres, kilometres, feet, miles, with their abbreviations), compared in metres, taken like the year.
+- `count`: a comparative followed by what is counted or measured, in lower case ("the higher atomic number",
+  "a larger population", "more members"): higher, larger, bigger, greater, more (the larger number wins); lower,
+  smaller, fewer, less (the smaller wins). Each option's number is the first one its document writes after those
+  words (within a few words: "atomic number 79", "a population of 8,336,817") or before the last of them ("47
+  members"); a number written like a year (1000-2099, no comma) is not a count. This comes before `size`, so
+  "Which is higher, A or B?" is still a height.
 - `same` (same_year): "Were A and B born in the same year?" (answer_form.paired_subjects): the two years, read the
   same way, are equal or not; verify.py's `same` check answers yes or no by them.
 The options are the two names around the question's "or" (answer_form.choice_options: "Which is higher, A or
@@ -37,6 +43,15 @@ _LARGER_SIZE = frozenset(
     + ["deeper", "deepest"]
 )
 _SMALLER_SIZE = frozenset(["shorter", "shortest", "lower", "lowest", "smaller", "smallest"])
+_MORE = frozenset(["higher", "larger", "bigger", "greater", "more"])
+_FEWER = frozenset(["lower", "smaller", "fewer", "less"])
+# Words that end what a count is of ("more members than ...", "the higher atomic number of ...").
+_COUNT_ENDS = frozenset(
+    ["than", "of", "in", "on", "at", "or", "and", "for", "to", "by", "with", "as", "the", "a", "an", "is", "was"]
+    + ["are", "were", "has", "had", "have", "did", "does", "do"]
+)
+_COUNT = r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?!\d|,\d)(?:\s+(million|billion))?"
+_SCALE = {None: 1.0, "million": 1e6, "billion": 1e9}
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 # A year: four digits not inside a longer number ("1,200", "12005") and not a decade ("the 1990s"); a comma after it
 # ends a clause ("in 1865, when ...") unless a digit follows ("1865,000").
@@ -68,6 +83,7 @@ class Comparison:
     word: str
     options: tuple[str, str]
     cues: frozenset[str]
+    counted: tuple[str, ...] = ()  # what a `count` counts, as the question writes it ("atomic", "number")
 
 
 @dataclass(frozen=True)
@@ -84,7 +100,12 @@ def comparison(question: str) -> Comparison | None:
     if options is None:
         return None
     words = [word.lower() for word in _WORD.findall(question)]
+    named = {w.lower() for option in options for w in _WORD.findall(option)}
     for word in words:
+        counted = _counted(question, word, named) if word in _MORE | _FEWER else ()
+        if counted:
+            cues = frozenset(w for w in words if w not in _PLAIN and w not in named and len(w) > 2)
+            return Comparison("count", word in _MORE, word, options, cues, counted)
         for dimension, larger_wins, vocabulary in (
             ("time", False, _SMALLER_YEAR),
             ("time", True, _LARGER_YEAR),
@@ -92,10 +113,24 @@ def comparison(question: str) -> Comparison | None:
             ("size", False, _SMALLER_SIZE),
         ):
             if word in vocabulary:
-                named = {w.lower() for option in options for w in _WORD.findall(option)}
                 cues = frozenset(w for w in words if w not in _PLAIN and w not in named and len(w) > 2)
                 return Comparison(dimension, larger_wins, word, options, cues)
     return None
+
+
+def _counted(question: str, word: str, named: set[str]) -> tuple[str, ...]:
+    """The lower-case words after the comparative `word` that say what is counted ("atomic number" in "Which
+    element has the higher atomic number, gold or mercury?"), up to three, before punctuation, an option's word or
+    a word of _COUNT_ENDS; () when none follow."""
+    after = re.search(rf"\b{re.escape(word)}\b([^,?;:!.]*)", question, re.IGNORECASE)
+    counted: list[str] = []
+    for following in _WORD.findall(after.group(1)) if after else []:
+        if following.lower() in _COUNT_ENDS or following.lower() in named or not following.islower():
+            break
+        counted.append(following)
+        if len(counted) == 3:
+            break
+    return tuple(counted)
 
 
 def same_year(question: str) -> Comparison | None:
@@ -116,6 +151,8 @@ def measure(text: str, how: Comparison) -> Measure | None:
     """The number `text` (an option's document) gives for the comparison: from the first sentence that shares a
     word with the question, else from the first sentence that has such a number at all; None when none has."""
     sentences = [text[start:end].strip() for start, end in split_sentences(text)]
+    if how.dimension == "count":
+        return next((Measure(value, s) for s in sentences if (value := _count(s, how.counted)) is not None), None)
     read = _year if how.dimension == "time" else _length
     found = [(sentence, value) for sentence in sentences if (value := read(sentence)) is not None]
     if not found:
@@ -139,6 +176,20 @@ def _length(sentence: str) -> float | None:
     whole, fraction, unit = match.groups()
     number = float(whole.replace(",", "") + (f".{fraction}" if fraction else ""))
     return number * _METRES[unit.lower()]
+
+
+def _count(sentence: str, counted: tuple[str, ...]) -> float | None:
+    """The number `sentence` gives for `counted`: the first after those words (a few words on at most, "a
+    population of 8,336,817"), else the one before their last ("47 members"); one that reads as a year is none."""
+    last = re.escape(counted[-1].removesuffix("s")) + "s?"
+    words = r"\s+".join([*map(re.escape, counted[:-1]), last])
+    for pattern in (rf"(?<!\w){words}\b(?:\W+\w+){{0,3}}?\W+{_COUNT}", rf"{_COUNT}\s+(?:\w+\s+)?{last}\b"):
+        for match in re.finditer(pattern, sentence, re.IGNORECASE):
+            whole, fraction, scale = match.groups()
+            if fraction is None and scale is None and re.fullmatch(r"1\d{3}|20\d{2}", whole):
+                continue  # a year, not a count
+            return float(whole.replace(",", "") + (f".{fraction}" if fraction else "")) * _SCALE[scale]
+    return None
 
 
 def winner(how: Comparison, first: Measure, second: Measure) -> int | None:

@@ -750,7 +750,7 @@ def test_the_dates_a_sentence_writes_with_a_year(sentence: str, year: str, dates
     assert dates_with_year(year, sentence) == dates
 
 
-def _dated_index(tmp_path, documents: dict[str, str]):
+def _index_of(tmp_path, documents: dict[str, str]):
     from offline_agent.retrieval import open_corpus
 
     folder = tmp_path / "dated"
@@ -762,7 +762,7 @@ def _dated_index(tmp_path, documents: dict[str, str]):
 
 def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_written(tmp_path) -> None:
     # Dev200: "When was the American lawyer ... born?" answered "1949", gold "April 1, 1949".
-    index = _dated_index(
+    index = _index_of(
         tmp_path,
         {
             "ada.md": "# Ada Lane\n\nAda Lane (born April 1, 1949) is a ferry pilot from Leeds. "
@@ -787,7 +787,7 @@ def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_
     # A question for the year keeps the year; so does one whose sentences write two dates with that year.
     agent, _ = make(index, outputs)
     assert agent.run("In which year was the ferry pilot Ada Lane born?").answer == "1949"
-    index = _dated_index(
+    index = _index_of(
         tmp_path / "two",
         {"ada.md": "# Ada Lane\n\nAda Lane was born on April 1, 1949 or on June 2, 1949; the records differ."},
     )
@@ -976,13 +976,44 @@ def test_what_a_comparing_question_compares(question, dimension, larger_wins, op
 @pytest.mark.parametrize(
     "question",
     [
-        "Which band, Letters to Cleo or Screaming Trees, had more members?",  # a count with no unit: not measured
+        "Which band, Letters to Cleo or Screaming Trees, is better?",  # a comparative that measures nothing
         "Were Marie Curie and Pierre Curie born in the same city?",  # no options
         "Which is Polish, Marie Curie or Pierre Curie?",  # no comparative
     ],
 )
 def test_questions_that_compare_nothing_measurable(question: str) -> None:
     assert comparison(question) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "larger_wins", "counted"),
+    [
+        ("Which element has the higher atomic number, gold or mercury?", True, ("atomic", "number")),
+        ("Which band, Letters to Cleo or Screaming Trees, had more members?", True, ("members",)),
+        ("Which city has a smaller population, Oslo or Bergen?", False, ("population",)),
+        ("Which has fewer moons than the other, Mars or Venus?", False, ("moons",)),
+    ],
+)
+def test_a_comparative_followed_by_what_it_counts_compares_counts(question, larger_wins, counted) -> None:
+    how = comparison(question)
+    assert how is not None and (how.dimension, how.larger_wins, how.counted) == ("count", larger_wins, counted)
+    assert comparison("Which is higher, Mount Kilimanjaro or Mount Elbrus?").dimension == "size"  # nothing counted
+
+
+def test_counts_are_read_after_or_before_what_they_count() -> None:
+    atomic = comparison("Which element has the higher atomic number, gold or mercury?")
+    people = comparison("Which city has a larger population, Oslo or Bergen?")
+    members = comparison("Which band, Letters to Cleo or Screaming Trees, had more members?")
+    assert atomic is not None and people is not None and members is not None
+    gold = "Gold was known in 3000 BC. Gold is the chemical element with the symbol Au and atomic number 79."
+    assert measure(gold, atomic).value == 79 and measure(gold, atomic).text.startswith("Gold is the chemical")
+    assert measure("Its atomic number is 84.", atomic).value == 84
+    assert measure("Oslo had a population of 709,037 in 2020.", people).value == 709_037
+    assert measure("Bergen has a population of about 285,900.", people).value == 285_900
+    assert measure("The region had 1.2 million population.", people).value == 1_200_000
+    assert measure("The band had 5 members in 1990.", members).value == 5
+    assert measure("In 2010 the population was 2011.", people) is None  # written like a year: no count
+    assert measure("The band formed with four members.", members) is None  # a number word is not read
 
 
 def test_numbers_are_read_from_the_sentence_of_the_event_compared() -> None:
@@ -1020,6 +1051,28 @@ def test_compare_refuses_the_option_whose_number_loses_and_shows_both(tiny_index
     assert "1859 is earlier than 1867." in refused.observation
     assert "Compare the numbers" in backend.calls[2].prompt
     assert trajectory.answer == "Pierre Curie" and trajectory.steps[2].details.refusal is None
+
+
+def test_compare_refuses_the_element_with_the_lower_atomic_number(tmp_path) -> None:
+    index = _index_of(
+        tmp_path,
+        {
+            "gold.md": "# Gold\n\nGold is the chemical element with the symbol Au and atomic number 79.",
+            "mercury.md": "# Mercury (element)\n\nMercury is a chemical element with the symbol Hg and atomic number "
+            "80. It is liquid at room temperature.",
+        },
+    )
+    outputs = ["Thought: a\nAction: search[gold mercury atomic number]", "Thought: b\nFinal: Gold"]
+    agent, _ = make(index, [*outputs, "Thought: c\nFinal: Mercury"])
+    trajectory = agent.run("Which element has the higher atomic number, gold or mercury?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "compare" and refused.details.refusal.answer == "Gold"
+    assert refused.observation.startswith("Compare the numbers: gold 79 (Gold is the chemical element")
+    assert (
+        "mercury 80 (Mercury is a chemical element with the symbol Hg and atomic number 80). 80 is more than 79."
+        in (refused.observation)
+    )
+    assert trajectory.answer == "Mercury"
 
 
 def test_compare_lets_the_winning_option_stand(tiny_index) -> None:

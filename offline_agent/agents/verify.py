@@ -44,8 +44,9 @@ Final is not the end of the run but an Observation that says why, and the model 
   Esma Sultan Mansion in the same neighborhood?" answered after reading only the mosque): a comparison judged from
   one side is a guess. The Observation is those documents, so the model reads the other side before answering.
 - `compare`: a "Which is higher, A or B?" or "Who was born first, A or B?" question (compare.py) is answered
-  with the option whose number loses, by the numbers the two options' documents give (a year, or a length in
-  metres): the model read both numbers and guessed which is larger. Observation: both numbers, the sentences they
+  with the option whose number loses, by the numbers the two options' documents give (a year, a length in
+  metres, or a count the question names: "Which element has the higher atomic number, gold or mercury?"): the
+  model read both numbers and guessed which is larger. Observation: both numbers, the sentences they
   come from, and which is larger.
 - `sides`: a yes/no question asks one thing of two ("Are both Duke Energy and Affiliated Managers Group based in
   Massachusetts?", "Are A and B both American?"; answer_form.paired_subjects), and the answer disagrees with the
@@ -627,7 +628,10 @@ class VerifyAgent(ReActAgent):
             return None
         kinds = kind_asked(question)  # "Which movie ...": of two documents named "The Guest", the film's
         prefer = (lambda title, text: names_kind(f"{title} {first_sentence(text)}", kinds)) if kinds else None
-        texts = [document(option, prefer=prefer) for option in how.options]
+        # An option the question writes in lower case ("gold or mercury") titles its document with a capital.
+        texts = [
+            document(option, prefer=prefer) or document(_capitalised(option), prefer=prefer) for option in how.options
+        ]
         first, second = (measure(text, how) if text is not None else None for text in texts)
         if first is None or second is None:
             return None
@@ -915,9 +919,16 @@ def _seen_titles(state: LoopState) -> set[str]:
     return {title for step in state.trajectory.steps if step.details is not None for title in step.details.seen_titles}
 
 
+def _capitalised(name: str) -> str:
+    return name[:1].upper() + name[1:]
+
+
 def _shown(how: Comparison, value: float) -> str:
-    """A measured number as the refusal shows it: a year as written, a length in metres."""
-    return f"{value:.0f}" if how.dimension == "time" else f"{value:,.0f} metres"
+    """A measured number as the refusal shows it: a year as written, a length in metres, a count with its commas."""
+    if how.dimension == "time":
+        return f"{value:.0f}"
+    number = f"{value:,.0f}" if value.is_integer() else f"{value:,}"
+    return f"{number} metres" if how.dimension == "size" else number
 
 
 def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:
