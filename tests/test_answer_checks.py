@@ -168,6 +168,16 @@ def make(index, outputs, agent: type = VerifyAgent, **config):
     return agent(backend, build_tools(index), AgentConfig(**settings)), backend
 
 
+def index_of(folder, documents: dict[str, str]):
+    """The index of a corpus of `documents` (file name: text) written into `folder`."""
+    from offline_agent.retrieval import open_corpus
+
+    folder.mkdir(parents=True)
+    for name, text in documents.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return open_corpus(folder)
+
+
 def test_an_open_question_cannot_be_answered_before_a_search(tiny_index) -> None:
     agent, backend = make(
         tiny_index,
@@ -637,19 +647,13 @@ def test_a_question_about_a_place(question: str, place: bool) -> None:
 
 @pytest.fixture
 def place_index(tmp_path):
-    from offline_agent.retrieval import open_corpus
-
-    folder = tmp_path / "places"
-    folder.mkdir()
     documents = {
         "chopin.md": "# Fryderyk Chopin\n\nFryderyk Chopin was a Polish composer born in Zelazowa Wola in 1810.",
         "wola.md": "# Zelazowa Wola, Masovian Voivodeship\n\nZelazowa Wola is a village in Sochaczew County in "
         "central Poland. Fryderyk Chopin was born there.",
         "county.md": "# Sochaczew County\n\nSochaczew County is a county in central Poland. Its seat is Sochaczew.",
     }
-    for name, text in documents.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return open_corpus(folder)
+    return index_of(tmp_path / "places", documents)
 
 
 @pytest.mark.parametrize(
@@ -705,15 +709,16 @@ def test_name_part_refuses_another_part_of_a_name_read_and_shows_its_document(ti
 
 
 def test_name_part_reads_the_name_in_full_off_its_document(tmp_path) -> None:
-    from offline_agent.retrieval import open_corpus
-
-    folder = tmp_path / "names"
-    folder.mkdir()
-    (folder / "film.md").write_text("# Quiet Harbour\n\nQuiet Harbour is a film starring Ada Lane as a ferry pilot.")
-    (folder / "ada.md").write_text("# Ada Lane\n\nAda Mae Lane is a stage and film actress from Leeds.")
+    index = index_of(
+        tmp_path / "names",
+        {
+            "film.md": "# Quiet Harbour\n\nQuiet Harbour is a film starring Ada Lane as a ferry pilot.",
+            "ada.md": "# Ada Lane\n\nAda Mae Lane is a stage and film actress from Leeds.",
+        },
+    )
     question = "What is the middle name of the actress who plays the ferry pilot in Quiet Harbour?"
     # "Ada", the first name in "Ada Lane"
-    trajectory, refused, _ = refused_then(open_corpus(folder), question, "Quiet Harbour film", "Ada", "Mae")
+    trajectory, refused, _ = refused_then(index, question, "Quiet Harbour film", "Ada", "Mae")
     assert refused.details.refusal.reason == "name_part"
     assert refused.observation.startswith("Ada is the first name in Ada Lane, and the question asks for the middle")
     assert refused.observation.endswith("Its document writes the name in full, Ada Mae Lane: its middle name is Mae.")
@@ -750,20 +755,10 @@ def test_the_dates_a_sentence_writes_with_a_year(sentence: str, year: str, dates
     assert dates_with_year(year, sentence) == dates
 
 
-def _index_of(tmp_path, documents: dict[str, str]):
-    from offline_agent.retrieval import open_corpus
-
-    folder = tmp_path / "dated"
-    folder.mkdir(parents=True)
-    for name, text in documents.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return open_corpus(folder)
-
-
 def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_written(tmp_path) -> None:
     # Dev200: "When was the American lawyer ... born?" answered "1949", gold "April 1, 1949".
-    index = _index_of(
-        tmp_path,
+    index = index_of(
+        tmp_path / "dated",
         {
             "ada.md": "# Ada Lane\n\nAda Lane (born April 1, 1949) is a ferry pilot from Leeds. "
             "She retired on 3 May 2010.",
@@ -787,7 +782,7 @@ def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_
     # A question for the year keeps the year; so does one whose sentences write two dates with that year.
     agent, _ = make(index, outputs)
     assert agent.run("In which year was the ferry pilot Ada Lane born?").answer == "1949"
-    index = _index_of(
+    index = index_of(
         tmp_path / "two",
         {"ada.md": "# Ada Lane\n\nAda Lane was born on April 1, 1949 or on June 2, 1949; the records differ."},
     )
@@ -1054,8 +1049,8 @@ def test_compare_refuses_the_option_whose_number_loses_and_shows_both(tiny_index
 
 
 def test_compare_refuses_the_element_with_the_lower_atomic_number(tmp_path) -> None:
-    index = _index_of(
-        tmp_path,
+    index = index_of(
+        tmp_path / "dated",
         {
             "gold.md": "# Gold\n\nGold is the chemical element with the symbol Au and atomic number 79.",
             "mercury.md": "# Mercury (element)\n\nMercury is a chemical element with the symbol Hg and atomic number "
@@ -1539,13 +1534,11 @@ def test_a_choice_that_compares_is_not_judged_side_by_side(tiny_index) -> None:
 
 
 def test_named_document_prefers_what_the_run_read_then_the_bare_title(tmp_path) -> None:
-    from offline_agent.retrieval import open_corpus
-
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "film.md").write_text("# Giuseppe Verdi (film)\n\nGiuseppe Verdi is a 1938 Italian film.\n")
-    (folder / "verdi.md").write_text("# Giuseppe Verdi\n\nGiuseppe Verdi was an Italian opera composer.\n")
-    search = build_tools(open_corpus(folder)).get("search")
+    documents = {
+        "film.md": "# Giuseppe Verdi (film)\n\nGiuseppe Verdi is a 1938 Italian film.\n",
+        "verdi.md": "# Giuseppe Verdi\n\nGiuseppe Verdi was an Italian opera composer.\n",
+    }
+    search = build_tools(index_of(tmp_path / "docs", documents)).get("search")
     title, head = search.named_document("Giuseppe Verdi and Ambroise Thomas")
     assert title == "Giuseppe Verdi" and head == "Giuseppe Verdi was an Italian opera composer."
     assert search.named_document("Giuseppe Verdi", prefer={"Giuseppe Verdi (film)"})[0] == "Giuseppe Verdi (film)"
@@ -1553,14 +1546,12 @@ def test_named_document_prefers_what_the_run_read_then_the_bare_title(tmp_path) 
 
 
 def test_compare_reads_the_document_of_the_kind_the_question_names(tmp_path) -> None:
-    from offline_agent.retrieval import open_corpus
-
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "a-story.md").write_text("# The Guest\n\nThe Guest is a short story first published in 1957.\n")
-    (folder / "b-film.md").write_text("# The Guest (film)\n\nThe Guest is a 2014 American thriller film.\n")
-    (folder / "next.md").write_text("# You're Next\n\nYou're Next is a 2011 American slasher film.\n")
-    index = open_corpus(folder)
+    documents = {
+        "a-story.md": "# The Guest\n\nThe Guest is a short story first published in 1957.\n",
+        "b-film.md": "# The Guest (film)\n\nThe Guest is a 2014 American thriller film.\n",
+        "next.md": "# You're Next\n\nYou're Next is a 2011 American slasher film.\n",
+    }
+    index = index_of(tmp_path / "docs", documents)
     search = build_tools(index).get("search")
     assert search.document("The Guest").startswith("The Guest is a short story")
     film = search.document("The Guest", prefer=lambda title, text: "film" in title)
