@@ -1050,7 +1050,7 @@ def test_compare_refuses_the_option_whose_number_loses_and_shows_both(tiny_index
 
 def test_compare_refuses_the_element_with_the_lower_atomic_number(tmp_path) -> None:
     index = index_of(
-        tmp_path / "dated",
+        tmp_path / "elements",
         {
             "gold.md": "# Gold\n\nGold is the chemical element with the symbol Au and atomic number 79.",
             "mercury.md": "# Mercury (element)\n\nMercury is a chemical element with the symbol Hg and atomic number "
