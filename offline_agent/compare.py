@@ -48,7 +48,8 @@ _FEWER = frozenset(["lower", "smaller", "fewer", "less"])
 # Words that end what a count is of ("more members than ...", "the higher atomic number of ...").
 _COUNT_ENDS = frozenset(
     ["than", "of", "in", "on", "at", "or", "and", "for", "to", "by", "with", "as", "the", "a", "an", "is", "was"]
-    + ["are", "were", "has", "had", "have", "did", "does", "do"]
+    + ["are", "were", "has", "had", "have", "did", "does", "do", "above", "below", "over", "under", "into", "from"]
+    + ["among", "per", "up", "down", "about", "around", "after", "before", "since", "during", "when"]
 )
 _COUNT = r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?!\d|,\d)(?:\s+(million|billion))?"
 _SCALE = {None: 1.0, "million": 1e6, "billion": 1e9}
@@ -149,7 +150,8 @@ def same_year(question: str) -> Comparison | None:
 
 def measure(text: str, how: Comparison) -> Measure | None:
     """The number `text` (an option's document) gives for the comparison: from the first sentence that shares a
-    word with the question, else from the first sentence that has such a number at all; None when none has."""
+    word with the question, else from the first sentence that has such a number at all (a count: from the first
+    sentence that gives one for the words counted); None when none has."""
     sentences = [text[start:end].strip() for start, end in split_sentences(text)]
     if how.dimension == "count":
         return next((Measure(value, s) for s in sentences if (value := _count(s, how.counted)) is not None), None)

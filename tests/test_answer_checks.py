@@ -993,6 +993,7 @@ def test_a_comparative_followed_by_what_it_counts_compares_counts(question, larg
     how = comparison(question)
     assert how is not None and (how.dimension, how.larger_wins, how.counted) == ("count", larger_wins, counted)
     assert comparison("Which is higher, Mount Kilimanjaro or Mount Elbrus?").dimension == "size"  # nothing counted
+    assert comparison("Which mountain is higher above sea level, Denali or Aconcagua?").dimension == "size"
 
 
 def test_counts_are_read_after_or_before_what_they_count() -> None:
