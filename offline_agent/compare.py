@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from offline_agent.answer_form import choice_options, paired_subjects
+from offline_agent.answer_form import choice_options, paired_subjects, reads_as_year
 from offline_agent.retrieval.sentences import split_sentences
 
 _SMALLER_YEAR = frozenset(["first", "earlier", "earliest", "older", "oldest", "sooner"])
@@ -176,8 +176,7 @@ def _length(sentence: str) -> float | None:
     if match is None:
         return None
     whole, fraction, unit = match.groups()
-    number = float(whole.replace(",", "") + (f".{fraction}" if fraction else ""))
-    return number * _METRES[unit.lower()]
+    return _number(whole, fraction) * _METRES[unit.lower()]
 
 
 def _count(sentence: str, counted: tuple[str, ...]) -> float | None:
@@ -188,10 +187,15 @@ def _count(sentence: str, counted: tuple[str, ...]) -> float | None:
     for pattern in (rf"(?<!\w){words}\b(?:\W+\w+){{0,3}}?\W+{_COUNT}", rf"{_COUNT}\s+(?:\w+\s+)?{last}\b"):
         for match in re.finditer(pattern, sentence, re.IGNORECASE):
             whole, fraction, scale = match.groups()
-            if fraction is None and scale is None and re.fullmatch(r"1\d{3}|20\d{2}", whole):
+            if fraction is None and scale is None and reads_as_year(whole):
                 continue  # a year, not a count
-            return float(whole.replace(",", "") + (f".{fraction}" if fraction else "")) * _SCALE[scale]
+            return _number(whole, fraction) * _SCALE[scale]
     return None
+
+
+def _number(whole: str, fraction: str | None) -> float:
+    """A number as a text writes it: its whole part (with thousands commas) and its decimals, if any."""
+    return float(whole.replace(",", "") + (f".{fraction}" if fraction else ""))
 
 
 def winner(how: Comparison, first: Measure, second: Measure) -> int | None:

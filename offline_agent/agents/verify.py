@@ -509,8 +509,7 @@ class VerifyAgent(ReActAgent):
         sentence holds (written across two, or from the question) is left alone."""
         if form.event is None:
             return None
-        holds = _as_words(answer)
-        sentences = [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
+        sentences = _sentences_holding(state, answer)
         if not sentences or any(form.dates_event(sentence, answer) for sentence in sentences):
             return None
         event = "died" if form.event == "die" else form.event
@@ -898,11 +897,16 @@ def _sentence_with(text: str, found: str) -> str:
 def _written_date(state: LoopState, form: AnswerForm, year: str) -> str | None:
     """The date that the sentences read which give `year` write in full with it ("April 1, 1949" of "born April 1,
     1949"), among those that date the question's event where any does; None where none does, or they write two."""
-    holds = _as_words(year)
-    sentences = [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
+    sentences = _sentences_holding(state, year)
     sentences = [sentence for sentence in sentences if form.dates_event(sentence, year)] or sentences
     dates = {date for sentence in sentences for date in dates_with_year(year, sentence)}
     return dates.pop() if len(dates) == 1 else None
+
+
+def _sentences_holding(state: LoopState, answer: str) -> list[str]:
+    """The sentences read (`_read_sentences`) that hold `answer` as whole words, case aside."""
+    holds = _as_words(answer)
+    return [sentence for sentence in _read_sentences(state) if holds.search(sentence)]
 
 
 def _read_sentences(state: LoopState) -> list[str]:
