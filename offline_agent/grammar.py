@@ -157,6 +157,8 @@ class StepGrammar:
     # hand to llguidance: a grounded step (thousands of span rules: llguidance converts GBNF of that size in
     # hundreds of milliseconds, its own Lark in well under one). Engines that read GBNF use `gbnf`.
     llguidance: str | None = None
+    # What a grounded step's Final was built from (None: not grounded): the parser checks the Final against it.
+    grounding: Grounding | None = field(default=None, compare=False, repr=False)
 
 
 def build_grammar(
@@ -170,6 +172,7 @@ def build_grammar(
     the decoder's grammars (GBNF, llguidance's Lark) leave them out; the parser's Lark accepts them, and the loop
     refuses a repeat that slips through another way.
     """
+    given = grounding if spec.grounded else None
     if spec.grounded and grounding is None:
         from offline_agent.grounding import Grounding
 
@@ -179,7 +182,7 @@ def build_grammar(
     lark = _render(spec, "lark")
     decoder = _render(spec, "lark", grounding, spent) if spec.grounded or spent else None
     digest = hashlib.sha256((gbnf + "\0" + lark).encode("utf-8")).hexdigest()
-    return StepGrammar(spec=spec, gbnf=gbnf, lark=lark, sha256=digest, llguidance=decoder)
+    return StepGrammar(spec=spec, gbnf=gbnf, lark=lark, sha256=digest, llguidance=decoder, grounding=given)
 
 
 # --- one walk, two dialects -------------------------------------------------------------------------------------

@@ -173,11 +173,15 @@ class ReActAgent(Strategy):
                 self.callbacks.on_step_start(index, final_only)
             started = time.monotonic()
             grammar, parser = self.step_grammar(state, index, final_only)
+            # What the Final is checked against: what the grammar was built from, or (a grammar built once for
+            # all runs, as knowagent's) everything read.
+            grounding = grammar.grounding if grammar.grounding is not None else state.grounding
+            grounding = grounding if grammar.spec.grounded else None
             record = StepRecord(index=index, raw="", final_only=final_only)
             grounded = grammar.spec.grounded and c.grammar and grammar.spec.allow_final
             if grounded:
                 built = round(time.monotonic() - started, 4)
-                self.details(record).grounding = GroundingDetails(len(state.grounding or ()), built)
+                self.details(record).grounding = GroundingDetails(len(grounding or ()), built)
             prompt = self.step_prompt(state, index)
             turn = self.runner.step(
                 state,
@@ -187,7 +191,7 @@ class ReActAgent(Strategy):
                 parser,
                 seed=c.seed + index,
                 label=f"step {index + 1}",
-                grounding=state.grounding if grammar.spec.grounded else None,
+                grounding=grounding,
             )
             state.last_turn = turn.last_usage
             if turn.rejections:  # where the grammar overruled the model's first choice
@@ -243,24 +247,30 @@ class ReActAgent(Strategy):
         """The grammar and parser of step `index`, which may depend on the run so far (`state.trajectory`).
 
         Before min_searches successful searches, or where must_search says so: a search only. Grounded: the
-        grammar's Final is rebuilt from what the run has read (the parser stays the same; it checks the span against
-        `state.grounding`).
+        grammar's Final is rebuilt from what the run has read, `final_grounding` (the parser stays the same; it
+        checks the span against the grammar's `grounding`).
         """
         spent = {} if final_only else self.spent_calls(state)
         searching = self.searches(state) < self.config.min_searches or self.must_search(state)
         if not final_only and searching:
             grammar = build_grammar(self.search_spec, spent=spent) if spent else self.search_grammar
             return grammar, self.search_parser
-        if state.grounding is not None and state.grounding.is_empty:
+        grounding = self.final_grounding(state, final_only)
+        if grounding is not None and grounding.is_empty:
             if final_only:
                 return self.free_final_grammar, self.free_final_parser
             return build_grammar(self.no_final_spec, spent=spent), self.parser
-        if state.grounding is not None:
+        if grounding is not None:
             spec = self.spec.final_only() if final_only else self.spec
-            return build_grammar(spec, state.grounding, spent), self.final_parser if final_only else self.parser
+            return build_grammar(spec, grounding, spent), self.final_parser if final_only else self.parser
         if final_only:
             return self.final_grammar, self.final_parser
         return (build_grammar(self.spec, spent=spent) if spent else self.grammar), self.parser
+
+    def final_grounding(self, state: LoopState, final_only: bool) -> Grounding | None:
+        """What a grounded step's Final may be written from (None: the run is not grounded). ReAct: all the run has
+        read (`state.grounding`); agents/verify.py narrows a step no check sees to the answers of the kind asked."""
+        return state.grounding
 
     def must_search(self, state: LoopState) -> bool:
         """Whether this step may only search (no Final, no other tool), over and above min_searches. ReAct: never;
