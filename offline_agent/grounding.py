@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from offline_agent.retrieval.sentences import split_sentences
@@ -73,6 +73,11 @@ def _extends(candidate: object, last: _Symbol) -> bool:
         and candidate.is_word
         and candidate.text.casefold().startswith(last.text.casefold())
     )
+
+
+def _written(symbols: list[_Symbol]) -> str:
+    """A span as the text it comes from writes it: its first token with no space before it."""
+    return "".join((" " if symbol.spaced and at else "") + symbol.text for at, symbol in enumerate(symbols))
 
 
 def tokens(text: str) -> list[_Symbol]:
@@ -114,6 +119,7 @@ class Grounding:
         self._sentences = 0
         self._ends = 0  # separators written: one after each sentence, and one for each copula in it
         self._excluded: list[list[_Symbol]] = []
+        self._clauses: list[list[_Symbol]] = []  # the token runs spans are cut from, as read (for `spans`)
         self._digest = hashlib.sha256()
         for text in texts:
             self.add(text)
@@ -208,17 +214,37 @@ class Grounding:
             for symbol, target in self._states[0].next.items()
         )
 
+    def spans(self, fits: Callable[[str], bool], most: int) -> list[str]:
+        """The answers of at most `most` tokens that `fits` accepts and this grounding does (exclusions honoured),
+        each once, in the order read: the part of the language a step may be narrowed to (verify.py: a number
+        question's answers that hold a number)."""
+        found: dict[str, None] = {}
+        for clause in self._clauses:
+            for start, first in enumerate(clause):
+                if not first.is_word:
+                    continue
+                for end in range(start, min(start + most, len(clause))):
+                    if clause[end].is_word:
+                        found.setdefault(_written(clause[start : end + 1]), None)
+        edges = self._edges()
+        return [span for span in found if fits(span) and self._accepts(span, edges)]
+
     def _add_sentences(self, text: str) -> None:
         for start, end in split_sentences(text):
             symbols = tokens(text[start:end])
             if not any(symbol.is_word for symbol in symbols):
                 continue
+            clause: list[_Symbol] = []
             for symbol in symbols:
                 if symbol.is_word and symbol.text in CLAUSE_ENDS:
                     self._end_span()
+                    self._clauses.append(clause)
+                    clause = []
                 else:
                     self._extend(symbol)
+                    clause.append(symbol)
             self._end_span()
+            self._clauses.append(clause)
             self._sentences += 1
 
     def _end_span(self) -> None:
@@ -259,11 +285,14 @@ class Grounding:
         answer = answer.strip()
         if answer in YES_NO:
             return answer in self.yes_no_words()
+        return self._accepts(answer, self._edges())
+
+    def _accepts(self, answer: str, edges: _Edges) -> bool:
+        """`accepts` for a span, with the excluded answers' `edges` worked out once by the caller."""
         symbols = tokens(answer)
         if not symbols or not symbols[0].is_word or not symbols[-1].is_word:
             return False
         first = symbols[0]
-        edges = self._edges()
         for spaced in (False, True):  # a span's first token is written without the space before it
             state: int | None = 0
             edge = None
@@ -353,14 +382,15 @@ class OptionsGrounding(Grounding):
     """A choice question's answers: its options, whole, as the question writes them or with a capital first letter
     ("radium", "Radium"; a document names it so), and yes/no where the question allows them. Nothing read is added (a
     choice is answered with an option, not with what a search returned); `exclude` takes an option out while
-    another answer is left."""
+    another answer is left. With `capitals=False` the options are only as given (spans a step was narrowed to,
+    `Grounding.spans`, which were read as they are)."""
 
-    def __init__(self, options: Iterable[str], *, yes_no: bool = False) -> None:
+    def __init__(self, options: Iterable[str], *, yes_no: bool = False, capitals: bool = True) -> None:
         super().__init__((), yes_no=yes_no)
         self.options: list[str] = []
         for option in options:
             option = " ".join(option.split())
-            for written in (option, option[:1].upper() + option[1:]):
+            for written in (option, option[:1].upper() + option[1:]) if capitals else (option,):
                 if written and written not in self.options:
                     self.options.append(written)
         self._digest.update(("\0options\0" + "\0".join(self.options)).encode("utf-8"))
@@ -387,6 +417,9 @@ class OptionsGrounding(Grounding):
     def accepts(self, answer: str) -> bool:
         answer = answer.strip()
         return answer in self.yes_no_words() or answer in self.options
+
+    def spans(self, fits: Callable[[str], bool], most: int) -> list[str]:
+        return [option for option in self.options if len(tokens(option)) <= most and fits(option)]
 
     def gbnf_rules(self, prefix: str) -> tuple[str, list[tuple[str, str]]]:
         answers = [*self.yes_no_words(), *self.options]

@@ -254,3 +254,24 @@ def test_answers_that_are_not_spans_are_never_excluded_and_yes_no_only_one_at_a_
     grounding.exclude("No")  # would leave neither yes nor no: ignored
     assert not grounding.accepts("Yes") and grounding.accepts("No") and grounding.accepts("Dublin, Ireland")
     assert grounding.sha256 != before
+
+
+def test_spans_lists_the_short_answers_that_fit_each_once_in_the_order_read() -> None:
+    grounding = Grounding(
+        ["[1] Roald Dahl: His books have sold more than 250 million copies. The first was published in 1943."],
+        yes_no=False,
+    )
+    holds_250 = grounding.spans(lambda span: "250" in span, 3)
+    assert holds_250 == ["more than 250", "than 250", "than 250 million", "250", "250 million", "250 million copies"]
+    assert all(grounding.accepts(span) for span in holds_250)
+    # A span never crosses a copula ("The first was"), a sentence or a title, nor ends on punctuation.
+    assert grounding.spans(lambda span: "1943" in span, 8) == ["published in 1943", "in 1943", "1943"]
+    assert grounding.spans(lambda span: "Dahl" in span, 8) == ["Roald Dahl", "Dahl"]
+    assert grounding.spans(lambda span: span.endswith("."), 10) == []
+
+
+def test_spans_leave_out_what_is_excluded() -> None:
+    grounding = Grounding(["The lake covers 1,047 hectares and 250 acres."], yes_no=False)
+    grounding.exclude("1,047 hectares")
+    spans = grounding.spans(lambda span: any(ch.isdigit() for ch in span), 2)
+    assert "1,047 hectares" not in spans and "1,047" not in spans and spans[-2:] == ["250", "250 acres"]
