@@ -23,10 +23,11 @@ option after it reads as a name (a capital, a digit or a quote, possibly after "
 rules misread loses only the restriction, since every form still allows what was read for `open` questions.
 
 An open question may also say what kind of thing it asks for (`wants`): a year or date ("In which year ...",
-"When was ..."), or a number ("How many ...", "how much", "how old", ...). An answer of that kind has a digit or a
-number word in it; verify.py refuses one that has none ("Kansas" for "a population of how many inhabitants?"),
-and a number answered with a bare year ("1959" for "How many copies ... sold?"), and a date with a bare
-number of one to three digits ("17"). A question that asks when, not in what year (`whole_date`), is answered with
+"When was ..."), or a number ("How many ...", "how much", "how old", ..., or "What was the population / number /
+attendance ... of ...?"). An answer of that kind has a digit or a number word in it; verify.py refuses one that has
+none ("Kansas" for "a population of how many inhabitants?"), and a number answered with a year ("1959" for "How
+many copies ... sold?", "in 1978"), and a date with a bare number of one to three digits ("17"); on a step no check
+sees, its grammar only offers answers of the kind asked. A question that asks when, not in what year (`whole_date`), is answered with
 the date as written: verify.py answers a bare year with the one date the sentences that give it write in full
 (`dates_with_year`: "1949" of "born April 1, 1949" is "April 1, 1949").
 A date question may also name the event it dates (`event`: "founded" in "a special forces unit founded in what
@@ -148,8 +149,19 @@ _PREDICATE = re.compile(
     r"located|based|headquartered|founded|created|written|directed|produced|owned|known|named|and\s+the)\b|[.;:]|$)",
     re.IGNORECASE,
 )
-_WANTS_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|old|tall|high|far|large|big|deep|wide)\b", re.IGNORECASE)
+_WANTS_NUMBER = re.compile(
+    r"\bhow\s+(?:m?any|much|long|old|tall|high|far|large|big|deep|wide)\b"
+    r"|\b(?:what|which)\s+(?:is|was|are|were)\s+the\s+(?:[\w-]+\s+)?"
+    r"(?:population|inhabitants?|number|attendance|capacity|enrol?ment)\s+of\b",
+    re.IGNORECASE,
+)
 _YEAR = re.compile(r"1\d{3}|20\d{2}")
+# A year inside a text: not part of a longer number ("1,462"), nor before a lower-case word other than a function
+# word ("1959 copies" counts; "in 1903 and in 1911" does not).
+_IN_TEXT_YEAR = re.compile(
+    r"(?<![\d,.])(?:1\d{3}|20\d{2})"
+    r"(?!\d|[,.]\d|\s+(?!(?:and|or|to|in|on|at|by|for|from|with|as|until|after|before|when|the|a|an)\b)[a-z])"
+)
 # A bare number of one to three digits: a day, a count or a page, not a year ("17" of "February 17, 1945").
 _SHORT_NUMBER = re.compile(r"\d{1,3}")
 # The event a date question dates: the verb before "in what year" ("founded in what year?"), or the question's last
@@ -215,11 +227,11 @@ class AnswerForm:
 
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular). A
-        number must not read as a year: English writes a count or measure of a thousand or more with a comma
-        ("1,462 hypermarkets"), and a year without ("1959", answering "How many copies ... sold?"). A date is
-        not a bare number of one to three digits ("17", the day of "February 17, 1945": no dev200 or sample question
-        dates anything before the year 1000)."""
-        if self.wants == "number" and reads_as_year(answer):
+        number must not read as a year, nor hold no number but years ("in 1978"): English writes a count or measure
+        of a thousand or more with a comma ("1,462 hypermarkets"), and a year without ("1959", answering "How many
+        copies ... sold?"). A date is not a bare number of one to three digits ("17", the day of "February 17,
+        1945": no dev200 or sample question dates anything before the year 1000)."""
+        if self.wants == "number" and not _NUMBER.search(_IN_TEXT_YEAR.sub(" ", answer)):
             return False
         if self.wants == "date" and _SHORT_NUMBER.fullmatch(answer.strip()):
             return False

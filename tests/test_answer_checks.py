@@ -445,6 +445,10 @@ def test_grounding_without_yes_no() -> None:
         ("Which signee was Rookie of the Year when he was 19?", None),  # "when" inside the question
         ("Kerensky was defeated in the course of a civil war that ended when?", "date"),  # "when" last
         ("Who founded the gallery?", None),
+        ("According to the 2001 census, what was the population of the town in which Kirton is located?", "number"),
+        ("What is the atomic number of the element named after Dmitri Mendeleev?", "number"),
+        ("A chain that operated how any hypermarkets at the end of 2016?", "number"),  # "many" typed without its m
+        ("What is the name of the town in which Kirton is located?", None),
     ],
 )
 def test_what_an_open_question_asks_for(question: str, wants: str | None) -> None:
@@ -457,6 +461,7 @@ def test_a_year_does_not_fit_a_count_nor_a_short_number_a_date() -> None:
     count = answer_form("How many copies of the novel were sold?")
     assert not count.fits("1959") and not count.fits(" 2010 ")
     assert count.fits("1,959") and count.fits("250 million") and count.fits("12") and count.fits("1959 copies")
+    assert not count.fits("published in 1978") and count.fits("13 September 1916")  # years alone are no count
     year = answer_form("In which year was the novel published?")
     assert year.fits("1959") and year.fits("February 17, 1945") and year.fits("the 1990s")
     assert not year.fits("17") and not year.fits("106")  # a day or a count, not a year
@@ -563,6 +568,42 @@ def test_kind_refuses_a_year_for_a_number_and_a_number_for_a_thing(
     assert refused.details.refusal.reason == "kind" and refused.details.refusal.answer == "1867"
     assert refused.observation.startswith(refusal)
     assert trajectory.answer == answer
+
+
+def test_a_step_no_check_sees_may_only_answer_a_number_question_with_a_number(tiny_index) -> None:
+    # The last step may only answer and no check sees it: the grammar offers only the spans that fit the kind asked.
+    outputs = ["Thought: a\nAction: search[Vistula river Poland]", "Thought: b\nFinal: 1,047 kilometres"]
+    agent, backend = make(tiny_index, outputs, max_steps=2)
+    trajectory = agent.run("How long is the river that flows through Warsaw?")
+    last = backend.calls[1].grammar
+    assert '"1,047 kilometres"' in last and '"1,047"' in last and '"about 1,047"' in last
+    assert "Baltic" not in last and "1945" not in last  # no number, or a year only
+    assert trajectory.answer == "1,047 kilometres" and trajectory.steps[1].final_only
+    assert trajectory.steps[1].details.grounding.sentences == last.count(" | ") + 1  # the spans offered
+
+
+def test_after_the_refusal_limit_a_number_question_is_answered_from_the_numbers_read(tiny_index) -> None:
+    names = ["Poland", "Gdansk", "Vistula"]
+    outputs = ["Thought: a\nAction: search[Vistula river Poland]"] + [f"Thought: f\nFinal: {name}" for name in names]
+    agent, backend = make(tiny_index, [*outputs, "Thought: g\nFinal: 1,047"])
+    trajectory = agent.run("How long is the river that flows through Warsaw?")
+    assert [step.details.refusal.reason for step in trajectory.steps[1:4]] == ["kind"] * 3
+    checked, unchecked = backend.calls[3].grammar, backend.calls[4].grammar
+    assert "Baltic" in checked and "Baltic" not in unchecked and '"1,047"' in unchecked
+    assert "search" in unchecked  # the step may still search; only its Final is narrowed
+    assert trajectory.answer == "1,047"
+
+
+def test_a_step_is_left_whole_where_the_kind_asked_is_nothing_or_nothing_read_fits(tiny_index) -> None:
+    for question, search, answer in [
+        ("Which city does the Vistula flow into the sea near?", "Vistula river Poland", "Gdansk"),
+        ("How many children did Pierre Curie have?", "Pierre Curie French physicist", "Paris"),  # years only
+    ]:
+        outputs = [f"Thought: a\nAction: search[{search}]", f"Thought: b\nFinal: {answer}"]
+        agent, backend = make(tiny_index, outputs, max_steps=2)
+        trajectory = agent.run(question)
+        assert answer in backend.calls[1].grammar and trajectory.answer == answer, question
+    assert "1859" in trajectory.steps[0].observation and "1,047" not in trajectory.steps[0].observation
 
 
 def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:

@@ -122,6 +122,7 @@ from offline_agent.backends.base import aside
 from offline_agent.compare import Comparison, Measure, comparison, measure, same_year, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.grammar import StepGrammar
+from offline_agent.grounding import Grounding, OptionsGrounding
 from offline_agent.parse import StepParser, WordParser
 from offline_agent.prompts import PromptParts
 from offline_agent.retrieval import first_sentence, split_sentences
@@ -131,6 +132,9 @@ Named = tuple[str, str]  # a document a question names: (title, head), from the 
 YES_OR_NO = WordParser(("yes", "no"))
 
 MAX_REFUSALS = 3
+# The longest answer (in grounding's tokens) a step narrowed to the kind asked may write: "April 1, 1949" is four,
+# "more than 70 countries" four, "276,170 inhabitants" four.
+FITTING_TOKENS = 6
 # Refusals that judge the answer itself wrong: with exclude_refused, it cannot be written again (Grounding.exclude).
 # Not `unread`: its answer is what the grammar let the model write instead of what it meant, and that is as often
 # the right span written after a refused first token (sample s017: "Burnham Thorpe") as a wrong one.
@@ -258,6 +262,20 @@ class VerifyAgent(ReActAgent):
             assert state.grounding is not None
             state.grounding.exclude(decided[0])  # in any case the grammar may write it
         return super().step_grammar(state, index, final_only)
+
+    def final_grounding(self, state: LoopState, final_only: bool) -> Grounding | None:
+        """What the run has read; but on a step no check sees (the last, or any after MAX_REFUSALS refusals), a
+        question that wants a number or a date (AnswerForm.wants) may only be answered with a span of at most
+        FITTING_TOKENS tokens that is one (AnswerForm.fits: "250 million", not "1978" for "How many copies ...
+        sold?"), where the run has read any. What the `kind` check refuses on every other step cannot be written
+        there: dev200 #64 and #88 wrote a year for a count on such a step, with the count on screen."""
+        grounding = state.grounding
+        form = state.form
+        unchecked = final_only or len(_refusals(state.trajectory.steps)) >= MAX_REFUSALS
+        if grounding is None or form is None or form.wants is None or not unchecked:
+            return grounding
+        fitting = grounding.spans(form.fits, FITTING_TOKENS)
+        return OptionsGrounding(fitting, capitals=False) if fitting else grounding
 
     def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
         """Record on a last step whose answer a comparison decided (step_grammar) the numbers that decided it; and
