@@ -83,6 +83,7 @@ _NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b|\bwhen\W*$", re.IGNORECASE)
 # A date question that asks for a year, a decade or a century, not for the date itself.
+_TYPE_OF = re.compile(r"\b(?:what|which)\s+(?:type|kind|sort)s?\s+of\s+([^\W\d_]+)", re.IGNORECASE)
 _IN_YEARS = re.compile(r"\b(?:what|which)\s+(?:year|decade|century)\b", re.IGNORECASE)
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 _KIND_WORD = r"([^\W\d_]+(?:-[^\W\d_]+)*)"
@@ -236,6 +237,29 @@ class AnswerForm:
         if self.wants == "date" and _SHORT_NUMBER.fullmatch(answer.strip()):
             return False
         return self.wants is None or bool(_NUMBER.search(answer))
+
+    @property
+    def type_of(self) -> str | None:
+        """The noun of an open question that asks "what type / kind / sort of NOUN" ("character" in "Which type of
+        character is featured ...?"); None for any other question."""
+        match = _TYPE_OF.search(self.question) if self.kind == "open" else None
+        return match.group(1).lower() if match else None
+
+    def with_noun(self, answer: str, sentence: str) -> str | None:
+        """`answer` with the noun of a "what type of NOUN" question after it, as `sentence` writes the two together
+        ("fictional character" of "a fictional character" for "fictional"): HotpotQA's answers to such questions
+        name the kind with its noun ("fortnightly women interest magazine", "IT products and services"). None
+        where the sentence does not write them together, or the answer holds the noun already."""
+        noun = self.type_of
+        if noun is None:
+            return None
+        stem = _singular(noun)
+        if stem in {_singular(word.lower()) for word in _WORD.findall(answer)}:
+            return None
+        written = answer.strip()
+        pattern = rf"(?<!\w){re.escape(written)}\s+({re.escape(stem)}(?:e?s)?)\b"
+        match = re.search(pattern, sentence, re.IGNORECASE)
+        return f"{written} {match.group(1)}" if match else None
 
     @property
     def whole_date(self) -> bool:

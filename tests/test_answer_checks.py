@@ -831,6 +831,44 @@ def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_
     assert agent.run("When was the ferry pilot Ada Lane born?").answer == "1949"
 
 
+@pytest.mark.parametrize(
+    ("question", "noun"),
+    [
+        ("Which type of character is featured by the third book in the series?", "character"),
+        ("Woman's Era and Naj are what kind of magazines?", "magazines"),
+        ("Bordan Tkachuk was the CEO of a company that provides what sort of products?", "products"),
+        ("Are Ferocactus and Silene both types of plant?", None),  # yes/no
+        ("What is the capital of Poland?", None),
+    ],
+)
+def test_the_noun_a_question_asks_the_type_of(question: str, noun: str | None) -> None:
+    assert answer_form(question).type_of == noun
+
+
+@pytest.mark.parametrize(
+    ("answer", "sentence", "written"),
+    [
+        ("fictional", "Mary Poppins is a fictional character and the protagonist of the books.", "fictional character"),
+        ("Fortnightly women interest", "It is a fortnightly women interest magazine.", "Fortnightly women interest magazine"),
+        ("fictional character", "Mary Poppins is a fictional character.", None),  # the noun is there already
+        ("British", "Mary Poppins is a British fictional character.", None),  # not written together
+        ("fiction", "Mary Poppins is a fictional character.", None),  # whole words only
+    ],
+)  # fmt: skip
+def test_an_answer_to_a_type_question_is_written_with_its_noun(answer: str, sentence: str, written) -> None:
+    question = "Which type of character is Mary Poppins?" if "character" in sentence else "What kind of magazines?"
+    assert answer_form(question).with_noun(answer, sentence) == written
+
+
+def test_a_type_question_is_answered_with_the_kind_and_its_noun_as_read(tiny_index) -> None:
+    outputs = ["Thought: a\nAction: search[Pierre Curie physicist]", "Thought: b\nFinal: French"]
+    agent, _ = make(tiny_index, outputs)
+    trajectory = agent.run("What type of physicist shared the 1903 Nobel Prize with Marie Curie?")
+    assert trajectory.answer == "French physicist"
+    assert trajectory.steps[1].details.checked == {"French": "kind as written: French physicist"}
+    assert trajectory.steps[1].raw.endswith("Final: French")
+
+
 def test_name_part_lets_a_one_word_answer_of_the_part_asked_stand(tiny_index) -> None:
     agent, _ = make(tiny_index, ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Marie"])
     trajectory = agent.run("What is the first name of the chemist born in Warsaw in 1867?")

@@ -75,6 +75,8 @@ A bare year that stands as the answer to a question that asks when, not in what 
 the date the sentences read write in full with that year (final_answer: "April 1, 1949" of "born April 1, 1949" for
 "When was ... born?"; where they write two, the year stands; the checks weigh the year): the date is what was
 asked, and the model, having read it, wrote its year (dev200 #35 and #85, gold "October 1922" and "April 1, 1949").
+Likewise the answer to a "what type of NOUN" question that a sentence read writes before the noun gets the noun
+(AnswerForm.with_noun: "fictional character" for "fictional"; dev200 #113).
 
 An asks_for or described refusal shows the refused answer's own document (the hop), and with `read_hop` also what
 the model answers from that document alone, in a call of its own (READ_SYSTEM, READ_USER; `_read_alone`).
@@ -82,7 +84,8 @@ the model answers from that document alone, in a call of its own (READ_SYSTEM, R
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. On the last step, with `exclude_refused`, a comparison whose two numbers the documents
 give (`compare`) takes the losing option out of the grammar instead: what the check would have refused cannot be
-written. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed,
+written. So does a question that asks for a number or a date, on the last step and after MAX_REFUSALS refusals
+(`final_grounding`): its Final may only be a span read that is of that kind, where there is one. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed,
 kind, name_part, event, asks_for, modifier, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken
 out of every later step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused
 for want of reading (unread, one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by
@@ -297,15 +300,23 @@ class VerifyAgent(ReActAgent):
     def final_answer(self, state: LoopState, record: StepRecord, step: Step) -> str:
         """The Final as written; but a bare year that stands as the answer to a question that asks when, not in what
         year (AnswerForm.whole_date), gives the date the sentences read write in full with it (`_written_date`:
-        "April 1, 1949" of "born April 1, 1949"), recorded in `checked` (the year: the date). The checks weigh the
-        year the model wrote, so a refused year is the one taken out of the grammar."""
+        "April 1, 1949" of "born April 1, 1949"), and the answer to a "what type of NOUN" question gets the noun
+        that a sentence read writes after it (AnswerForm.with_noun: "fictional character" of "a fictional character"
+        for "fictional"), each recorded in `checked` (what was written: what it became). The checks weigh what the
+        model wrote, so a refused answer is the one taken out of the grammar."""
         answer = super().final_answer(state, record, step)
         form = state.form or answer_form(state.trajectory.question)
-        date = _written_date(state, form, answer.strip()) if form.whole_date and reads_as_year(answer) else None
-        if date is None:
+        if form.whole_date and reads_as_year(answer):
+            written, how = _written_date(state, form, answer.strip()), "date as written"
+        elif form.type_of is not None:
+            found = (form.with_noun(answer, sentence) for sentence in _sentences_holding(state, answer))
+            written, how = next((extended for extended in found if extended is not None), None), "kind as written"
+        else:
             return answer
-        self.details(record).checked = {answer: f"date as written: {date}"}
-        return date
+        if written is None:
+            return answer
+        self.details(record).checked = {answer: f"{how}: {written}"}
+        return written
 
     def _decided(self, state: LoopState) -> tuple[str, dict[str, str]] | None:
         """The option a comparison rules out (the loser) and the numbers it read, by option; None where the
