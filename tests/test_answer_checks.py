@@ -849,7 +849,7 @@ def test_the_noun_a_question_asks_the_type_of(question: str, noun: str | None) -
     ("answer", "sentence", "written"),
     [
         ("fictional", "Mary Poppins is a fictional character and the protagonist of the books.", "fictional character"),
-        ("Weekly women interest", "It is a weekly women interest magazine.", "Weekly women interest magazine"),
+        ("Fortnightly women interest", "It is a fortnightly women interest magazine.", "Fortnightly women interest magazine"),
         ("fictional character", "Mary Poppins is a fictional character.", None),  # the noun is there already
         ("British", "Mary Poppins is a British fictional character.", None),  # not written together
         ("fiction", "Mary Poppins is a fictional character.", None),  # whole words only
@@ -1567,17 +1567,6 @@ def test_shared_refuses_an_answer_one_of_the_two_documents_does_not_hold(tiny_in
     assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: chemist\n")  # excluded
     assert trajectory.answer == "physicist" and len(backend.calls) == 3  # no model call: the documents decide
     assert trajectory.steps[2].details.refusal is None
-
-
-def test_the_last_step_of_a_shared_question_may_only_write_what_both_documents_hold(tiny_index) -> None:
-    outputs = ["Thought: a\nAction: search[Marie Curie Pierre Curie]", "Thought: b\nFinal: physicist"]
-    agent, backend = make(tiny_index, outputs, max_steps=2)
-    trajectory = agent.run("What occupation do Marie Curie and Pierre Curie share?")
-    last = backend.calls[1].grammar
-    assert '"physicist"' in last and '"Nobel Prize in Physics"' in last
-    assert "chemist" not in last and "Warsaw" not in last and "Paris" not in last  # in one document only
-    assert '"in"' not in last and '"the 1903"' not in last  # function words say nothing on their own
-    assert trajectory.answer == "physicist" and trajectory.steps[1].final_only
 
 
 def test_shared_leaves_other_open_questions_alone(tiny_index) -> None:

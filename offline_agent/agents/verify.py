@@ -84,12 +84,10 @@ the model answers from that document alone, in a call of its own (READ_SYSTEM, R
 A run refuses at most MAX_REFUSALS Finals; after that, and always on the last step (which may only answer), a
 Final counts as written. On the last step, with `exclude_refused`, a comparison whose two numbers the documents
 give (`compare`) takes the losing option out of the grammar instead: what the check would have refused cannot be
-written. So does, on the last step and after MAX_REFUSALS refusals (`final_grounding`), a question that asks for
-a number or a date (its Final may only be a span read of that kind) and a question about what two things have in
-common (only words both documents hold), where the run has read such a span.
-With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed, kind, name_part,
-event, asks_for, modifier, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later
-step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused
+written. So does a question that asks for a number or a date, on the last step and after MAX_REFUSALS refusals
+(`final_grounding`): its Final may only be a span read that is of that kind, where there is one. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed,
+kind, name_part, event, asks_for, modifier, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken
+out of every later step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused
 for want of reading (unread, one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by
 default), the step after a refusal whose Observation says what to find (SEARCH_REASONS) and shows no document may
 only search: told to search, the 1.5B model most often wrote another Final from the same page ("Shazzan" after
@@ -137,14 +135,6 @@ Named = tuple[str, str]  # a document a question names: (title, head), from the 
 YES_OR_NO = WordParser(("yes", "no"))
 
 MAX_REFUSALS = 3
-# Words that say nothing on their own: a span narrowed to what two documents share may not begin or end with one.
-_FUNCTION_WORDS = frozenset(
-    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "into", "about", "and", "or", "but"]
-    + ["nor", "as", "than", "that", "which", "who", "whom", "whose", "this", "these", "those", "it", "its", "he"]
-    + ["she", "his", "her", "they", "their", "them", "we", "our", "you", "your", "i", "was", "were", "is", "are"]
-    + ["be", "been", "has", "have", "had", "also"]
-)
-_WORDS = re.compile(r"[^\W_]+")
 # The longest answer (in grounding's tokens) a step narrowed to the kind asked may write: "April 1, 1949" is four,
 # "more than 70 countries" four, "276,170 inhabitants" four.
 FITTING_TOKENS = 6
@@ -278,31 +268,17 @@ class VerifyAgent(ReActAgent):
 
     def final_grounding(self, state: LoopState, final_only: bool) -> Grounding | None:
         """What the run has read; but on a step no check sees (the last, or any after MAX_REFUSALS refusals), a
-        question whose answers a check judges by their own words may only be answered with a span read of at most
-        FITTING_TOKENS tokens that the check would let stand (`_fitting`), where the run has read any: what the
-        checks refuse on every other step cannot be written there. Dev200 #64 and #88 wrote a year for a count on
-        such a step with the count on screen; #110 and #186 a profession one of the two documents never names."""
+        question that wants a number or a date (AnswerForm.wants) may only be answered with a span of at most
+        FITTING_TOKENS tokens that is one (AnswerForm.fits: "250 million", not "1978" for "How many copies ...
+        sold?"), where the run has read any. What the `kind` check refuses on every other step cannot be written
+        there: dev200 #64 and #88 wrote a year for a count on such a step, with the count on screen."""
         grounding = state.grounding
         form = state.form
         unchecked = final_only or len(_refusals(state.trajectory.steps)) >= MAX_REFUSALS
-        fitting = self._fitting(state, form) if grounding is not None and form is not None and unchecked else None
-        if grounding is None or fitting is None:
+        if grounding is None or form is None or form.wants is None or not unchecked:
             return grounding
-        spans = grounding.spans(fitting, FITTING_TOKENS)
-        return OptionsGrounding(spans, capitals=False) if spans else grounding
-
-    def _fitting(self, state: LoopState, form: AnswerForm) -> Callable[[str], bool] | None:
-        """The rule an answer must meet where no check sees it: of the kind asked, for a question that wants a
-        number or a date (AnswerForm.fits: "250 million", not "1978", for "How many copies ... sold?"); held by both
-        documents, as words that say something, for a question about what two things have in common (the `shared`
-        check's rule: "author" for "Eric Ambler and Carol Shields are both best known for what profession?"); None
-        for any other question."""
-        if form.wants is not None:
-            return form.fits
-        texts = self._shared_texts(state, form.question) if form.kind == "open" else None
-        if texts is None:
-            return None
-        return lambda span: _says_something(span) and all(_as_words(span).search(text) for text in texts.values())
+        fitting = grounding.spans(form.fits, FITTING_TOKENS)
+        return OptionsGrounding(fitting, capitals=False) if fitting else grounding
 
     def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
         """Record on a last step whose answer a comparison decided (step_grammar) the numbers that decided it; and
@@ -587,10 +563,19 @@ class VerifyAgent(ReActAgent):
         reads."""
         from offline_agent.tools.titles import bare_title
 
-        texts = self._shared_texts(state, question)
-        if texts is None:
+        pair = shared_subjects(question)
+        tool = self._search_tool()
+        named, document = getattr(tool, "named_document", None), getattr(tool, "document", None)
+        if pair is None or named is None or document is None:
+            return None
+        found = _two_documents(state, named, pair)
+        if found is None:
             return None
         holds = _as_words(answer)
+        texts = {
+            title: document(bare_title(title), prefer=lambda t, _, title=title: t == title) or head
+            for title, head in found
+        }
         checked = {title: "yes" if holds.search(text) else "no" for title, text in texts.items()}
         self.details(record).checked = checked
         missing = [bare_title(title) for title, verdict in checked.items() if verdict == "no"]
@@ -603,30 +588,11 @@ class VerifyAgent(ReActAgent):
         if self.reads(state):
             assert state.grounding is not None
             state.grounding.add(listed)
-        first, second = (bare_title(title) for title in texts)
+        first, second = (bare_title(title) for title, _ in found)
         text = SHARED.format(
             answer=answer, where=where, first=first, second=second, documents=listed, question=question
         )
         return self._refuse(record, "shared", answer, text)
-
-    def _shared_texts(self, state: LoopState, question: str) -> dict[str, str] | None:
-        """For a question about what two things have in common (answer_form.shared_subjects), the first passage of
-        each one's document by title: the first document its part of the question names (through the search tool's
-        `named_document` and `document`); None for any other question, or where a part names no document."""
-        from offline_agent.tools.titles import bare_title
-
-        pair = shared_subjects(question)
-        tool = self._search_tool()
-        named, document = getattr(tool, "named_document", None), getattr(tool, "document", None)
-        if pair is None or named is None or document is None:
-            return None
-        found = _two_documents(state, named, pair)
-        if found is None:
-            return None
-        return {
-            title: document(bare_title(title), prefer=lambda t, _, title=title: t == title) or head
-            for title, head in found
-        }
 
     def _unopened(self, state: LoopState, record: StepRecord, answer: str) -> str | None:
         """The `unopened` check: refuse an answer that is the title of a document the run has not read, and show
@@ -944,13 +910,6 @@ def _refused_as_wrong(state: LoopState, record: StepRecord) -> list[str]:
     """The answers the run, and the step `record` (not yet in the trajectory), refused as wrong (EXCLUDED_REASONS)."""
     refusals = _refusals([*state.trajectory.steps, record])
     return [refusal.answer for refusal in refusals if refusal.reason in EXCLUDED_REASONS]
-
-
-def _says_something(span: str) -> bool:
-    """Whether a span begins and ends on a word that is not a function word ("author", "singer, songwriter"; not
-    "the", "of the", "an author of")."""
-    words = _WORDS.findall(span.lower())
-    return bool(words) and words[0] not in _FUNCTION_WORDS and words[-1] not in _FUNCTION_WORDS
 
 
 def _as_words(answer: str) -> re.Pattern[str]:
