@@ -85,9 +85,10 @@ A run refuses at most MAX_REFUSALS Finals; after that, and always on the last st
 Final counts as written. On the last step, with `exclude_refused`, a comparison whose two numbers the documents
 give (`compare`) takes the losing option out of the grammar instead: what the check would have refused cannot be
 written. So does a question that asks for a number or a date, on the last step and after MAX_REFUSALS refusals
-(`final_grounding`): its Final may only be a span read that is of that kind, where there is one. With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed,
-kind, name_part, event, asks_for, modifier, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken
-out of every later step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused
+(`final_grounding`): its Final may only be a span read that is of that kind, where there is one.
+With `exclude_refused` (and a grounded grammar), an answer refused as wrong (in_question, unnamed, kind, name_part,
+event, asks_for, modifier, described, compare, sides, same, shared: EXCLUDED_REASONS) is taken out of every later
+step's grammar, so the model cannot write it again (a refused "yes" leaves "no"); one refused
 for want of reading (unread, one_side, unopened) can be, once the run has read more. With `search_after_refusal` (off by
 default), the step after a refusal whose Observation says what to find (SEARCH_REASONS) and shows no document may
 only search: told to search, the 1.5B model most often wrote another Final from the same page ("Shazzan" after
@@ -271,7 +272,10 @@ class VerifyAgent(ReActAgent):
         question that wants a number or a date (AnswerForm.wants) may only be answered with a span of at most
         FITTING_TOKENS tokens that is one (AnswerForm.fits: "250 million", not "1978" for "How many copies ...
         sold?"), where the run has read any. What the `kind` check refuses on every other step cannot be written
-        there: dev200 #64 and #88 wrote a year for a count on such a step, with the count on screen."""
+        there. Dev200 #71 ("What is the inhabitant of the city ...?") now answers "276,170" there, not "Straßburg";
+        #64 and #88, which wrote a year for a count, still miss: the model picks another number ("17th century").
+        Narrowing a question about what two things share to the words both documents hold was tried and undone:
+        on 6 questions it made none right and one worse ("June" as a profession both documents "hold")."""
         grounding = state.grounding
         form = state.form
         unchecked = final_only or len(_refusals(state.trajectory.steps)) >= MAX_REFUSALS
