@@ -27,9 +27,9 @@ An open question may also say what kind of thing it asks for (`wants`): a year o
 attendance ... of ...?"). An answer of that kind has a digit or a number word in it; verify.py refuses one that has
 none ("Kansas" for "a population of how many inhabitants?"), and a number answered with a year ("1959" for "How
 many copies ... sold?", "in 1978"), and a date with a bare number of one to three digits ("17"); on a step no check
-sees, its grammar only offers answers of the kind asked. A question that asks when, not in what year (`whole_date`), is answered with
-the date as written: verify.py answers a bare year with the one date the sentences that give it write in full
-(`dates_with_year`: "1949" of "born April 1, 1949" is "April 1, 1949").
+sees, its grammar only offers answers of the kind asked. A question that asks when, not in what year
+(`whole_date`), is answered with the date as written: verify.py answers a bare year with the one date the
+sentences that give it write in full (`dates_with_year`: "1949" of "born April 1, 1949" is "April 1, 1949").
 A date question may also name the event it dates (`event`: "founded" in "a special forces unit founded in what
 year?", "born" in "When was X born?", "die" in "In which year did X die?"); verify.py refuses a year that no
 sentence read gives for such an event (`dates_event`: "1945" from "Operation Cold Comfort was a failed SAS raid

@@ -849,7 +849,7 @@ def test_the_noun_a_question_asks_the_type_of(question: str, noun: str | None) -
     ("answer", "sentence", "written"),
     [
         ("fictional", "Mary Poppins is a fictional character and the protagonist of the books.", "fictional character"),
-        ("Fortnightly women interest", "It is a fortnightly women interest magazine.", "Fortnightly women interest magazine"),
+        ("Weekly women interest", "It is a weekly women interest magazine.", "Weekly women interest magazine"),
         ("fictional character", "Mary Poppins is a fictional character.", None),  # the noun is there already
         ("British", "Mary Poppins is a British fictional character.", None),  # not written together
         ("fiction", "Mary Poppins is a fictional character.", None),  # whole words only
