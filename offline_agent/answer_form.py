@@ -83,8 +83,9 @@ _NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b|\bwhen\W*$", re.IGNORECASE)
 # A date question that asks for a year, a decade or a century, not for the date itself.
-_TYPE_OF = re.compile(r"\b(?:what|which)\s+(?:type|kind|sort)s?\s+of\s+([^\W\d_]+)", re.IGNORECASE)
 _IN_YEARS = re.compile(r"\b(?:what|which)\s+(?:year|decade|century)\b", re.IGNORECASE)
+# "what type / kind / sort of NOUN": the noun an answer names a kind of.
+_TYPE_OF = re.compile(r"\b(?:what|which)\s+(?:type|kind|sort)s?\s+of\s+([^\W\d_]+)", re.IGNORECASE)
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 _KIND_WORD = r"([^\W\d_]+(?:-[^\W\d_]+)*)"
 # "Which other film ...": "other" qualifies the kind asked for and is read past.
@@ -150,6 +151,7 @@ _PREDICATE = re.compile(
     r"located|based|headquartered|founded|created|written|directed|produced|owned|known|named|and\s+the)\b|[.;:]|$)",
     re.IGNORECASE,
 )
+# "how any" is "how many" typed without its m (dev200 #51); a population, a number or an attendance is a count.
 _WANTS_NUMBER = re.compile(
     r"\bhow\s+(?:m?any|much|long|old|tall|high|far|large|big|deep|wide)\b"
     r"|\b(?:what|which)\s+(?:is|was|are|were)\s+the\s+(?:[\w-]+\s+)?"

@@ -37,6 +37,10 @@ only ever occurs inside it, "Temple" in "Shirley Temple"), and those lose the sa
 leave no answer at all is ignored. A yes/no answer is excluded as a word: "Yes" takes out "yes" and "Yes", and
 the other word stays (verify.py's `sides` and `same` checks refuse one answer of a yes/no question, which leaves
 the other); excluding both is ignored.
+
+A part of the language (`spans`): the answers of a few tokens that a rule accepts, listed in the order read, for a
+step that may only write those (verify.py: a number question's last step, which no check sees, offers the spans
+read that hold a number).
 """
 
 from __future__ import annotations
