@@ -161,7 +161,7 @@ _WANTS_NUMBER = re.compile(
 _YEAR = re.compile(r"1\d{3}|20\d{2}")
 # A year inside a text, not part of a longer number ("1,462"). "1959 copies" is a year too: offered such spans for a
 # count, the model wrote "1959 issue of Nugget" and "1972 known as Standard Oil Company" (dev200 #88, #64).
-_IN_TEXT_YEAR = re.compile(r"(?<![\d,.])(?:1\d{3}|20\d{2})(?!\d|[,.]\d)")
+_IN_TEXT_YEAR = re.compile(rf"(?<![\d,.])(?:{_YEAR.pattern})(?!\d|[,.]\d)")
 # A bare number of one to three digits: a day, a count or a page, not a year ("17" of "February 17, 1945").
 _SHORT_NUMBER = re.compile(r"\d{1,3}")
 # The event a date question dates: the verb before "in what year" ("founded in what year?"), or the question's last
@@ -253,7 +253,7 @@ class AnswerForm:
         if noun is None:
             return None
         stem = _singular(noun)
-        if stem in {_singular(word.lower()) for word in _WORD.findall(answer)}:
+        if stem in _singular_words(answer):
             return None
         written = answer.strip()
         pattern = rf"(?<!\w){re.escape(written)}\s+({re.escape(stem)}(?:e?s)?)\b"
@@ -437,10 +437,15 @@ def _predicate(text: str) -> str:
     return match.group(1) if match else ""
 
 
+def _singular_words(text: str) -> set[str]:
+    """The words of `text`, in lower case and their singular."""
+    return {_singular(word.lower()) for word in _WORD.findall(text)}
+
+
 def _names_kind(text: str, kinds: tuple[str, ...]) -> str | None:
     """The first of `kinds` that `text` names, as written or in its singular, or by a word it is also called (each
     compared in its singular too, as the text's words are)."""
-    words = {_singular(word.lower()) for word in _WORD.findall(text)}
+    words = _singular_words(text)
     for kind in kinds:
         singular = _singular(kind)
         if singular in words or words.intersection(map(_singular, _ALSO_CALLED.get(singular, ()))):
