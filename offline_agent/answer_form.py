@@ -203,6 +203,18 @@ _PLACES = frozenset(
     ["place", "city", "town", "village", "county", "state", "country", "region", "province", "district", "suburb"]
     + ["borough", "municipality", "community", "neighborhood", "neighbourhood", "island", "commune", "parish"]
 )
+# Titles of office and rank. Alone ("President", "the Governor") one names an office, not whoever held it, so it
+# answers no question that asks who, where, or which holder of an office (dev200 #74 "President" for "under which
+# former Governor of Arkansas?", #145 "President" for "Where was the first governor ... from?").
+_OFFICES = frozenset(
+    ["president", "vice-president", "governor", "king", "queen", "prince", "princess", "emperor", "empress", "pope"]
+    + ["senator", "chairman", "chairwoman", "chancellor", "mayor", "minister", "premier", "bishop", "archbishop"]
+    + ["duke", "duchess", "lord", "general", "admiral", "captain", "colonel", "ambassador", "judge", "sheriff"]
+)
+_ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
+_ASKS_HOLDER = re.compile(
+    r"\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?(?:" + "|".join(sorted(_OFFICES)) + r")\b", re.IGNORECASE
+)
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
     r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|"
@@ -310,6 +322,15 @@ class AnswerForm:
         where ..."): then an answer may name a document titled with its region ("McLean, Virginia")."""
         kinds = {_singular(kind) for kind in (*self.asks_for, *self.described)}
         return bool(kinds & _PLACES) or bool(_WHERE.match(self.question))
+
+    def names_an_office(self, answer: str) -> bool:
+        """Whether `answer` is a title of office or rank alone ("President", "the Governor") where the question asks
+        who, where, or which holder of an office ("which former Governor of Arkansas?"): the title names nobody."""
+        words = re.sub(r"^(?:the|a|an)\s+", "", answer.strip(), flags=re.IGNORECASE).split()
+        if len(words) != 1 or words[0].lower() not in _OFFICES:
+            return False
+        question = self.question
+        return self.about_a_place or bool(_ASKS_WHO.match(question) or _ASKS_HOLDER.search(question))
 
     def description_in(self, text: str) -> str | None:
         """The kind of a described entity (`described`) that `text` (a document's first sentence) says its subject

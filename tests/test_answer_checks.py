@@ -361,6 +361,38 @@ def test_unnamed_refuses_an_article_and_a_common_noun(tiny_index) -> None:
     assert trajectory.answer == "Warsaw"
 
 
+@pytest.mark.parametrize(
+    ("question", "answer", "names"),
+    [
+        ("Robert Suettinger served under which former Governor of Arkansas?", "President", True),
+        ("Where was the first governor after the Missouri Compromise from?", "President", True),
+        ("Who was the 44th President of the United States?", "the President", True),
+        ("Who was the king of France in 1700?", "Louis XIV", False),  # a name, not a title
+        ("What title did the ruler of Monaco hold?", "Prince", False),  # the title is what is asked
+        ("What government position was held by the woman who portrayed Corliss Archer?", "Ambassador", False),
+        ("What occupation do Chris Menges and Aram Avakian share?", "director", False),
+    ],
+)  # fmt: skip
+def test_a_title_of_office_alone_names_no_one(question: str, answer: str, names: bool) -> None:
+    assert answer_form(question).names_an_office(answer) is names
+
+
+def test_unnamed_refuses_a_title_of_office_for_who_held_it(tmp_path) -> None:
+    index = index_of(
+        tmp_path / "offices",
+        {
+            "suettinger.md": "# Robert Suettinger\n\nRobert Suettinger was an intelligence officer under President "
+            "Bill Clinton, who had been Governor of Arkansas.",
+        },
+    )
+    question = "Robert Suettinger was an intelligence officer under which former Governor of Arkansas?"
+    trajectory, refused, backend = refused_then(index, question, "Robert Suettinger", "President", "Bill Clinton")
+    assert refused.details.refusal.reason == "unnamed"
+    assert refused.observation.startswith("President names no particular thing; the question asks for its name.")
+    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: President\n")
+    assert trajectory.answer == "Bill Clinton"
+
+
 def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_index) -> None:
     overruled = Completion(text="Thought: b\nFinal: Warsaw", finish_reason="stop", rejections=[(17, " Paris")])
     agent, backend = make(

@@ -12,7 +12,9 @@ Final is not the end of the run but an Observation that says why, and the model 
   first hop, not the answer; a name of the kind asked for, as the question writes it after which/what, is not
   refused ("Hawaii County" for "... is in what Hawaii county?"). Observation: find what the question asks about it.
 - `unnamed`: an open question's answer is the definite article and one lower-case word ("The film", "The
-  journal"): it refers to a thing the run read about without naming it. Observation: find its name.
+  journal"): it refers to a thing the run read about without naming it. Likewise a title of office alone
+  ("President") where the question asks who, where or which holder of an office (AnswerForm.names_an_office): it
+  names the office, not the person. Observation: find its name.
 - `kind`: an open question that asks for a year, a date or a number gets an answer with no digit or number word
   in it ("Kansas" for "a population of how many inhabitants?", answer_form.py), or asks for a number and gets a
   year ("1959" for "How many copies ... sold?": a count of a thousand or more is written with a comma), or asks
@@ -364,7 +366,7 @@ class VerifyAgent(ReActAgent):
             return self._one_side(state, record, answer) or self._weigh(state, record, answer, reasons)
         if in_question(answer, question):
             return self._refuse(record, "in_question", answer, IN_QUESTION.format(answer=answer, question=question))
-        if _NAMES_NOTHING.fullmatch(answer.strip()):
+        if _NAMES_NOTHING.fullmatch(answer.strip()) or form.names_an_office(answer):
             return self._refuse(record, "unnamed", answer, UNNAMED.format(answer=answer, question=question))
         if not form.fits(answer):
             assert form.wants is not None
