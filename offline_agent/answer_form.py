@@ -215,6 +215,9 @@ _ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
 _ASKS_HOLDER = re.compile(
     r"\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?(?:" + "|".join(sorted(_OFFICES)) + r")\b", re.IGNORECASE
 )
+# A name of capitalised words and initials, then a possessive and a quoted title or a common noun: "J. R. R.
+# Tolkien's "The Lord of the Rings"", "Tolkien's novel"; not a name that holds one ("McDonald's Corporation").
+_POSSESSIVE = re.compile(r"((?:[A-Z][\w.-]*\s+)*[A-Z][\w.-]*)['’]s\s+[\"“'‘a-z]")
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
     r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|"
@@ -331,6 +334,15 @@ class AnswerForm:
             return False
         question = self.question
         return self.about_a_place or bool(_ASKS_WHO.match(question) or _ASKS_HOLDER.search(question))
+
+    def owner(self, answer: str) -> str | None:
+        """The name before a possessive that opens `answer`, where the question asks who ("J. R. R. Tolkien" of
+        'J. R. R. Tolkien's "The Lord of the Rings", following ...' for "Who wrote the book that ...?"): the answer
+        named the person's work, not the person. None for any other answer or question."""
+        if not _ASKS_WHO.match(self.question):
+            return None
+        match = _POSSESSIVE.match(answer.strip())
+        return match.group(1) if match else None
 
     def description_in(self, text: str) -> str | None:
         """The kind of a described entity (`described`) that `text` (a document's first sentence) says its subject

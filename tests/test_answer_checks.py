@@ -393,6 +393,33 @@ def test_unnamed_refuses_a_title_of_office_for_who_held_it(tmp_path) -> None:
     assert trajectory.answer == "Bill Clinton"
 
 
+@pytest.mark.parametrize(
+    ("question", "answer", "owner"),
+    [
+        ("Who wrote the book?", 'J. R. R. Tolkien\'s "The Hobbit", a novel', "J. R. R. Tolkien"),
+        ("Who wrote the book?", "Tolkien's novel", "Tolkien"),
+        ("Who owns the chain?", "McDonald's Corporation", None),  # the possessive is part of the name
+        ("Who wrote the book?", "J. R. R. Tolkien", None),
+        ("What did Tolkien write?", 'Tolkien\'s "The Hobbit"', None),  # not a who question
+    ],
+)  # fmt: skip
+def test_the_owner_of_a_possessive_answers_a_who_question(question: str, answer: str, owner) -> None:
+    assert answer_form(question).owner(answer) == owner
+
+
+def test_a_who_question_answered_with_a_persons_work_gives_the_person(tmp_path) -> None:
+    index = index_of(
+        tmp_path / "books",
+        {"hobbit.md": '# The Hobbit\n\nThe name comes from J. R. R. Tolkien\'s "The Hobbit", a novel for children.'},
+    )
+    written = 'J. R. R. Tolkien\'s "The Hobbit", a novel'  # a span ends on a word, not on a quote
+    outputs = ["Thought: a\nAction: search[The Hobbit name]", f"Thought: b\nFinal: {written}"]
+    agent, _ = make(index, outputs)
+    trajectory = agent.run("Who wrote the book that gave the band its name?")
+    assert trajectory.answer == "J. R. R. Tolkien"
+    assert trajectory.steps[1].details.checked == {written: "person named: J. R. R. Tolkien"}
+
+
 def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_index) -> None:
     overruled = Completion(text="Thought: b\nFinal: Warsaw", finish_reason="stop", rejections=[(17, " Paris")])
     agent, backend = make(

@@ -78,7 +78,8 @@ the date the sentences read write in full with that year (final_answer: "April 1
 "When was ... born?"; where they write two, the year stands; the checks weigh the year): the date is what was
 asked, and the model, having read it, wrote its year (dev200 #35 and #85, gold "October 1922" and "April 1, 1949").
 Likewise the answer to a "what type of NOUN" question that a sentence read writes before the noun gets the noun
-(AnswerForm.with_noun: "fictional character" for "fictional"; dev200 #113).
+(AnswerForm.with_noun: "fictional character" for "fictional"; dev200 #113), and a "who" question's answer that
+opens with a person's possessive ('J. R. R. Tolkien's "The Lord of the Rings"') gives the person (AnswerForm.owner).
 
 An asks_for or described refusal shows the refused answer's own document (the hop), and with `read_hop` also what
 the model answers from that document alone, in a call of its own (READ_SYSTEM, READ_USER; `_read_alone`).
@@ -308,12 +309,16 @@ class VerifyAgent(ReActAgent):
         year (AnswerForm.whole_date), gives the date the sentences read write in full with it (`_written_date`:
         "April 1, 1949" of "born April 1, 1949"), and the answer to a "what type of NOUN" question gets the noun
         that a sentence read writes after it (AnswerForm.with_noun: "fictional character" of "a fictional character"
-        for "fictional"), each recorded in `checked` (what was written: what it became). The checks weigh what the
-        model wrote, so a refused answer is the one taken out of the grammar."""
+        for "fictional"), and the answer to a "who" question that names a person's work by its possessive gives the
+        person (AnswerForm.owner: "J. R. R. Tolkien" of 'J. R. R. Tolkien's "The Lord of the Rings" ...'; dev200
+        #152), each recorded in `checked` (what was written: what it became). The checks weigh what the model
+        wrote, so a refused answer is the one taken out of the grammar."""
         answer = super().final_answer(state, record, step)
         form = state.form or answer_form(state.trajectory.question)
         if form.whole_date and reads_as_year(answer):
             written, how = _written_date(state, form, answer.strip()), "date as written"
+        elif (owner := form.owner(answer)) is not None:
+            written, how = owner, "person named"
         elif form.type_of is not None:
             found = (form.with_noun(answer, sentence) for sentence in _sentences_holding(state, answer))
             written, how = next((extended for extended in found if extended is not None), None), "kind as written"
