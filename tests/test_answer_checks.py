@@ -427,11 +427,15 @@ def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_inde
         ["Thought: a\nAction: search[Marie Curie]", overruled, *["Thought: c\nFinal: Warsaw"] * 2],
     )
     trajectory = agent.run("In which city was Marie Curie born?")
-    assert trajectory.steps[1].details.refusal.reason == "unread"
-    assert "not in anything you have read" in trajectory.steps[1].observation
-    # Written again, it is weighed as any answer: Warsaw has a document the run has not read, which is shown.
-    assert trajectory.steps[2].details.refusal.reason == "unopened"
-    assert trajectory.answer == "Warsaw"
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "unread"
+    assert "not in anything you have read" in refused.observation
+    # The refusal shows what a search for the whole question finds that the run has not read: Warsaw's document.
+    found = refused.observation.split("\n", 1)[1]
+    assert found.startswith("What a search for the whole question finds that you have not read:\n[1] Warsaw: ")
+    assert "Marie Curie:" not in found and refused.details.tool.titles == ["Warsaw"]
+    # Written again, it is weighed as any answer, and its document has been read now.
+    assert trajectory.steps[2].details.refusal is None and trajectory.answer == "Warsaw"
 
 
 def test_an_answer_refused_as_unread_and_written_again_is_still_weighed(tiny_index) -> None:

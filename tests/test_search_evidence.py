@@ -141,6 +141,18 @@ def test_open_named_shows_the_document_an_answer_names(linked_index) -> None:
     assert tool.open_named("Nobody Known") is None
 
 
+def test_open_found_shows_what_a_search_for_a_whole_text_finds_less_what_was_read(linked_index) -> None:
+    tool = search_tool(linked_index, k=2)
+    question = "What government position was held by Shirley Temple as an adult?"
+    shown = tool.open_found(question)
+    assert shown is not None and shown.startswith("[1] Shirley Temple: ")
+    assert tool.last_details["titles"][0] == "Shirley Temple"
+    others = tool.open_found(question, exclude={"Shirley Temple"})
+    assert others is not None and "Shirley Temple:" not in others  # the documents the run has read are left out
+    every = {"Kiss and Tell (1945 film)", "Shirley Temple", "Richard Wallace (director)", "forum", "Tell"}
+    assert tool.open_found(question, exclude=every) is None
+
+
 @pytest.mark.parametrize("settings", [{"links": -1}, {"links": 21}, {"sentences": 0}, {"k": 0}])
 def test_bad_search_settings_are_refused(settings) -> None:
     with pytest.raises(ConfigError):

@@ -191,6 +191,18 @@ class SearchTool(_ThreadDetails):
         pid, title = min(same, key=lambda item: (item[1] not in prefer, item[1] != name))
         return title, _clip(self.session.index.passage(pid).text, PASSAGE_CHARS)
 
+    def open_found(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
+        """The Observation of the passages a search for `text` ranks highest (up to k, BM25 over all of its words:
+        a whole question, say), those of documents titled in `exclude` left out, shown as a search shows them;
+        None when every passage found is excluded."""
+        session = self.session
+        result = session.index.search(text, k=session.settings.k + len(exclude))
+        kept = [(p, s) for p, s in zip(result.passages, result.scores, strict=True) if p.title not in exclude]
+        kept = kept[: session.settings.k]
+        if not kept:
+            return None
+        return self._show(text, [p for p, _ in kept], [round(float(s), 4) for _, s in kept], [])
+
     def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The Observation of the documents `text` names (titles.TitleTable.mentions: their bare title written in
         it), up to k, those titled in `exclude` left out; None when it names no other document."""
