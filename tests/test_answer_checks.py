@@ -352,13 +352,17 @@ def refused_then(index, question: str, search: str, first: str, second: str):
     return trajectory, trajectory.steps[1], backend
 
 
-def test_unnamed_refuses_an_article_and_a_common_noun(tiny_index) -> None:
-    question = "Where was the chemist who won two Nobel Prizes born?"
-    trajectory, refused, backend = refused_then(tiny_index, question, "Warsaw", "The city", "Warsaw")
+def assert_unnamed(index, question: str, search: str, first: str, second: str) -> None:
+    """A run that writes `first`, refused as unnamed and out of the next grammar, then `second`, which stands."""
+    trajectory, refused, backend = refused_then(index, question, search, first, second)
     assert refused.details.refusal.reason == "unnamed"
-    assert refused.observation.startswith("The city names no particular thing; the question asks for its name.")
-    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: The city\n")
-    assert trajectory.answer == "Warsaw"
+    assert refused.observation.startswith(f"{first} names no particular thing; the question asks for its name.")
+    assert not GbnfChecker(backend.calls[2].grammar).accepts(f"Thought: c\nFinal: {first}\n")
+    assert trajectory.answer == second
+
+
+def test_unnamed_refuses_an_article_and_a_common_noun(tiny_index) -> None:
+    assert_unnamed(tiny_index, "Where was the chemist who won two Nobel Prizes born?", "Warsaw", "The city", "Warsaw")
 
 
 @pytest.mark.parametrize(
@@ -386,11 +390,7 @@ def test_unnamed_refuses_a_title_of_office_for_who_held_it(tmp_path) -> None:
         },
     )
     question = "Robert Suettinger was an intelligence officer under which former Governor of Arkansas?"
-    trajectory, refused, backend = refused_then(index, question, "Robert Suettinger", "President", "Bill Clinton")
-    assert refused.details.refusal.reason == "unnamed"
-    assert refused.observation.startswith("President names no particular thing; the question asks for its name.")
-    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: President\n")
-    assert trajectory.answer == "Bill Clinton"
+    assert_unnamed(index, question, "Robert Suettinger", "President", "Bill Clinton")
 
 
 @pytest.mark.parametrize(
