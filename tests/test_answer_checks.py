@@ -672,12 +672,27 @@ def test_a_step_is_left_whole_where_the_kind_asked_is_nothing_or_nothing_read_fi
 def test_kind_refuses_a_name_for_a_year(tiny_index) -> None:
     agent, _ = make(
         tiny_index,
-        ["Thought: a\nAction: search[Marie Curie Warsaw]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: 1867"],
+        ["Thought: a\nAction: search[Marie Curie Warsaw]", "Thought: b\nFinal: Poland", "Thought: c\nFinal: 1867"],
     )
     trajectory = agent.run("In which year was Marie Curie born?")
     assert trajectory.steps[1].details.refusal.reason == "kind"
     assert "asks for a year or a date" in trajectory.steps[1].observation
+    assert "Its own document" not in trajectory.steps[1].observation  # no document is titled Poland
     assert trajectory.answer == "1867"
+
+
+def test_kind_shows_the_document_of_a_name_given_for_a_number(tiny_index) -> None:
+    # dev200 #51: "Carrefour" for "... bought by a chain that operated how many hypermarkets?", the chain on the way.
+    outputs = ["Thought: a\nAction: search[Warsaw]", "Thought: b\nFinal: Vistula", "Thought: c\nFinal: 1,047"]
+    agent, backend = make(tiny_index, outputs, search_k=1)
+    trajectory = agent.run("How many kilometres long is the river that flows through Warsaw?")
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "kind" and refused.details.refusal.answer == "Vistula"
+    assert refused.observation.startswith("The question asks for a number, and Vistula is not one.")
+    shown = "\nIts own document:\n[1] Vistula: The Vistula is the longest river in Poland, about 1,047"
+    assert shown in refused.observation
+    assert refused.details.tool.titles == ["Vistula"]
+    assert '"1,047"' not in backend.calls[1].grammar and trajectory.answer == "1,047"  # read off the document shown
 
 
 def test_a_step_no_check_sees_may_not_repeat_the_question(tiny_index) -> None:

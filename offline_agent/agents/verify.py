@@ -390,10 +390,7 @@ class VerifyAgent(ReActAgent):
         if _NAMES_NOTHING.fullmatch(answer.strip()) or form.names_an_office(answer):
             return self._refuse(record, "unnamed", answer, UNNAMED.format(answer=answer, question=question))
         if not form.fits(answer):
-            assert form.wants is not None
-            template = KIND_YEAR if reads_as_year(answer) else KIND
-            text = template.format(wants=WANTS[form.wants], answer=answer, question=question)
-            return self._refuse(record, "kind", answer, text)
+            return self._kind(state, record, form, answer)
         named = self._name_part(state, record, form, answer)
         if named is not None:
             return named
@@ -430,8 +427,8 @@ class VerifyAgent(ReActAgent):
     def _with_document(
         self, state: LoopState, record: StepRecord, answer: str, refusal: str, place: bool, own: str
     ) -> str:
-        """An asks_for or described refusal's Observation with the refused answer's own document, read or not, as a
-        search shows it (its sentences nearest the question): the answer is the entity on the way, and its
+        """An asks_for, described or kind refusal's Observation with the refused answer's own document, read or not,
+        as a search shows it (its sentences nearest the question): the answer is the entity on the way, and its
         document most often holds what the question asks about it. Read among a page of other passages, the 1.5B
         model missed it ("Sonic" in Jim Cummings' document); shown alone after the refusal, it is the next hop
         without a search. With `place`, a document titled with the answer and a region counts as its own (`own`,
@@ -532,6 +529,23 @@ class VerifyAgent(ReActAgent):
             question=form.question,
         )
         return self._refuse(record, "modifier", answer, observation)
+
+    def _kind(self, state: LoopState, record: StepRecord, form: AnswerForm, answer: str) -> str:
+        """The `kind` refusal of an answer that is not the number or date the question wants. Where the answer is a
+        name that titles a document ("Carrefour" for "... bought by a chain that operated how many hypermarkets?"),
+        it is most often the entity on the way, and the Observation also shows its own document, as asks_for's does
+        (`_with_document`): dev200 #51 had Carrefour's passage on its page, "1,462 hypermarkets at the end of 2016",
+        and after the bare refusal searched for Euromarché five times."""
+        assert form.wants is not None
+        template = KIND_YEAR if reads_as_year(answer) else KIND
+        refusal = self._refuse(
+            record, "kind", answer, template.format(wants=WANTS[form.wants], answer=answer, question=form.question)
+        )
+        document = getattr(self._search_tool(), "document", None)
+        own = document(answer, place=form.about_a_place) if document is not None and _LETTER.search(answer) else None
+        if own is None:
+            return refusal
+        return self._with_document(state, record, answer, refusal, form.about_a_place, own)
 
     def _number_for_a_thing(self, form: AnswerForm, record: StepRecord, answer: str) -> str | None:
         """The `kind` check of a "which/what NOUN" question answered with a bare number that titles no document
