@@ -703,18 +703,13 @@ def in_question(answer: str, question: str) -> bool:
     needle = normalize_answer(answer).split()
     # Also with the question's dashes and slashes as spaces: "2014" is in "the 2014–15 season", which normalises
     # to "201415".
-    split = dashes_as_spaces(question)
+    split = re.sub(r"[-‐‑–—/]", " ", question)
     for text in (question, split):
         words = normalize_answer(text).split()
         runs = (words[start : start + len(needle)] for start in range(len(words) - len(needle) + 1))
         if needle and any(all(map(_near, needle, run)) for run in runs):
             return True
     return False
-
-
-def dashes_as_spaces(text: str) -> str:
-    """`text` with its dashes and slashes written as spaces, as `in_question` also reads a question."""
-    return re.sub(r"[-‐‑–—/]", " ", text)
 
 
 def _near(word: str, other: str) -> bool:
@@ -748,7 +743,6 @@ __all__ = [
     "answer_form",
     "choice_options",
     "compares",
-    "dashes_as_spaces",
     "dates_with_year",
     "in_question",
     "kind_asked",

@@ -34,9 +34,7 @@ automaton: the edges of its last token and of the words that extend it are left 
 tokens may not end a span. A 1.5B model told why its answer is wrong most often writes it again; now it cannot, and
 picks the next best span. Limit: a state of the automaton stands for several strings (a suffix of the answer that
 only ever occurs inside it, "Temple" in "Shirley Temple"), and those lose the same edges; an exclusion that would
-leave no answer at all is ignored. An answer excluded `exactly` takes out only itself and its beginnings: spans
-that go on past it stay (verify.py's last step takes out the question's own words so, and "Tennessee" of the
-question leaves "Tennessee Titans"). A yes/no answer is excluded as a word: "Yes" takes out "yes" and "Yes", and
+leave no answer at all is ignored. A yes/no answer is excluded as a word: "Yes" takes out "yes" and "Yes", and
 the other word stays (verify.py's `sides` and `same` checks refuse one answer of a yes/no question, which leaves
 the other); excluding both is ignored.
 
@@ -124,8 +122,7 @@ class Grounding:
         self._last = 0
         self._sentences = 0
         self._ends = 0  # separators written: one after each sentence, and one for each copula in it
-        self._excluded: list[tuple[list[_Symbol], bool]] = []  # (the answer's tokens, excluded exactly)
-        self._excluded_keys: set[tuple[tuple[_Symbol, ...], bool]] = set()
+        self._excluded: list[list[_Symbol]] = []
         self._clauses: list[list[_Symbol]] = []  # the token runs spans are cut from, as read (for `spans`)
         self._digest = hashlib.sha256()
         for text in texts:
@@ -154,21 +151,18 @@ class Grounding:
         for piece in _pieces(text):
             self._add_sentences(piece)
 
-    def exclude(self, answer: str, *, exactly: bool = False) -> None:
-        """From now on, no answer may be `answer`, begin with it, or be a beginning of it (with `exactly`, a span
-        that begins with it and goes on still may). "yes" or "no" takes out that word, in either case, while the
-        other is left (an answer of no words is never excluded)."""
+    def exclude(self, answer: str) -> None:
+        """From now on, no answer may be `answer`, begin with it, or be a beginning of it; "yes" or "no" takes out
+        that word, in either case, while the other is left (an answer of no words is never excluded)."""
         answer = answer.strip()
         symbols = tokens(answer)
         if answer in YES_NO:
             self._exclude_word(answer.lower())
             return
-        key = (tuple(symbols), exactly)
-        if not symbols or not symbols[0].is_word or not symbols[-1].is_word or key in self._excluded_keys:
+        if not symbols or not symbols[0].is_word or not symbols[-1].is_word:
             return
-        self._excluded_keys.add(key)
-        self._digest.update(b"\0exclude" + (b" exactly" if exactly else b"") + b"\0" + answer.encode("utf-8") + b"\0")
-        self._excluded.append((symbols, exactly))
+        self._digest.update(b"\0exclude\0" + answer.encode("utf-8") + b"\0")
+        self._excluded.append(symbols)
 
     def _exclude_word(self, word: str) -> None:
         """Take `word` ("yes" or "no") out of the answers, unless the other one is out already."""
@@ -184,48 +178,35 @@ class Grounding:
         """What the excluded answers take out of the automaton as it is now: the edge of each one's last token
         and of every word that extends it (`cut`), and the edges of its other tokens, which may not end a span
         (`through`); case aside (the model wrote "Magazine" from another sentence after "magazine" was refused),
-        after an article too, and with the first token written with or without a space before it. An answer
-        excluded `exactly` puts its last token's edge among `through` too. Empty when that would leave no answer."""
+        after an article too, and with the first token written with or without a space before it. Empty when that
+        would leave no answer."""
         edges = _Edges()
-        folded: dict[int, dict[str, list[tuple[_Symbol, int]]]] = {}  # each state's edges by token, case aside
-
-        def matching(state: int) -> dict[str, list[tuple[_Symbol, int]]]:
-            if state not in folded:
-                folded[state] = {}
-                for candidate, target in self._states[state].next.items():
-                    if isinstance(candidate, _Symbol):
-                        folded[state].setdefault(candidate.text.casefold(), []).append((candidate, target))
-            return folded[state]
-
-        for symbols, exactly in [*self._excluded, *self._with_articles()]:
+        for symbols in [*self._excluded, *self._with_articles()]:
             frontier = {0}
             for position, symbol in enumerate(symbols):
+                last = position == len(symbols) - 1
                 reached: set[int] = set()
                 for state in frontier:
-                    if position == len(symbols) - 1 and not exactly:
-                        edges.cut.update(
-                            (state, candidate)
-                            for candidate in self._states[state].next
-                            if _extends(candidate, symbol) and not (position and candidate.spaced != symbol.spaced)
-                        )
-                        continue
-                    for candidate, target in matching(state).get(symbol.text.casefold(), ()):
-                        if position and candidate.spaced != symbol.spaced:
+                    for candidate, target in self._states[state].next.items():
+                        if not isinstance(candidate, _Symbol) or (position and candidate.spaced != symbol.spaced):
                             continue
-                        if candidate.is_word:
-                            edges.through.add((state, candidate))
-                        reached.add(target)
+                        if last and _extends(candidate, symbol):
+                            edges.cut.add((state, candidate))
+                        elif not last and candidate.text.casefold() == symbol.text.casefold():
+                            if candidate.is_word:
+                                edges.through.add((state, candidate))
+                            reached.add(target)
                 frontier = reached
         if edges and not self.yes_no and not self._alternatives_left(edges):
             return _Edges()
         return edges
 
-    def _with_articles(self) -> list[tuple[list[_Symbol], bool]]:
+    def _with_articles(self) -> list[list[_Symbol]]:
         """Each excluded answer that does not begin with an article, after one ("The America East Conference"
         for "America East Conference"): HotpotQA's scoring and the checks read the two as one answer."""
         return [
-            ([_Symbol(article, False, True), _Symbol(symbols[0].text, True, True), *symbols[1:]], exactly)
-            for symbols, exactly in self._excluded
+            [_Symbol(article, False, True), _Symbol(symbols[0].text, True, True), *symbols[1:]]
+            for symbols in self._excluded
             if symbols[0].text.casefold() not in ARTICLES
             for article in ARTICLES
         ]
@@ -428,7 +409,7 @@ class OptionsGrounding(Grounding):
     def add(self, text: str) -> None:
         """A choice's answers do not grow with what is read."""
 
-    def exclude(self, answer: str, *, exactly: bool = False) -> None:
+    def exclude(self, answer: str) -> None:
         if answer.strip() in YES_NO:
             self._exclude_word(answer.strip().lower())
             return

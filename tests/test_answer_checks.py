@@ -695,31 +695,6 @@ def test_kind_shows_the_document_of_a_name_given_for_a_number(tiny_index) -> Non
     assert '"1,047"' not in backend.calls[1].grammar and trajectory.answer == "1,047"  # read off the document shown
 
 
-def test_a_step_no_check_sees_may_not_repeat_the_question(tiny_index) -> None:
-    # What in_question refuses on every other step cannot be written on the last one ("Tennessee" for "What is Opry
-    # Mills in Nashville, Tennessee?", dev200 #106); a longer span that begins with the question's words still can.
-    outputs = ["Thought: a\nAction: search[Warsaw Vistula]", "Thought: b\nFinal: Vistula river"]
-    agent, backend = make(tiny_index, outputs, max_steps=2)
-    trajectory = agent.run("Which river flows through the capital of Poland, Warsaw?")
-    last = GbnfChecker(backend.calls[1].grammar)
-    for answer in ["Warsaw", "Poland", "the capital of Poland", "river", "capital"]:
-        assert not last.accepts(f"Thought: b\nFinal: {answer}\n"), answer
-    for answer in ["Vistula", "Vistula river", "the Baltic Sea"]:
-        assert last.accepts(f"Thought: b\nFinal: {answer}\n"), answer
-    assert trajectory.answer == "Vistula river" and trajectory.steps[1].final_only
-
-
-def test_after_the_refusal_limit_the_question_cannot_be_repeated_either(tiny_index) -> None:
-    names = ["Warsaw", "Poland", "capital"]
-    outputs = ["Thought: a\nAction: search[Warsaw Vistula]"] + [f"Thought: f\nFinal: {name}" for name in names]
-    agent, backend = make(tiny_index, [*outputs, "Thought: g\nFinal: Vistula"])
-    trajectory = agent.run("Which river flows through the capital of Poland, Warsaw?")
-    assert [step.details.refusal.reason for step in trajectory.steps[1:4]] == ["in_question"] * 3
-    checked, unchecked = GbnfChecker(backend.calls[3].grammar), GbnfChecker(backend.calls[4].grammar)
-    assert checked.accepts("Thought: g\nFinal: Warsaw\n") and not unchecked.accepts("Thought: g\nFinal: Warsaw\n")
-    assert trajectory.answer == "Vistula" and trajectory.steps[4].details.refusal is None
-
-
 @pytest.mark.parametrize(
     ("question", "asks_for"),
     [

@@ -116,7 +116,6 @@ from offline_agent.answer_form import (
     answer_form,
     choice_options,
     compares,
-    dashes_as_spaces,
     dates_with_year,
     in_question,
     kind_asked,
@@ -131,7 +130,7 @@ from offline_agent.backends.base import aside
 from offline_agent.compare import Comparison, Measure, comparison, measure, same_year, winner
 from offline_agent.details import RefusalDetails, Rejection, ToolDetails
 from offline_agent.grammar import StepGrammar
-from offline_agent.grounding import Grounding, OptionsGrounding, tokens
+from offline_agent.grounding import Grounding, OptionsGrounding
 from offline_agent.parse import StepParser, WordParser
 from offline_agent.prompts import PromptParts
 from offline_agent.retrieval import first_sentence, split_sentences
@@ -280,26 +279,15 @@ class VerifyAgent(ReActAgent):
         sold?"), where the run has read any. What the `kind` check refuses on every other step cannot be written
         there. Dev200 #71 ("What is the inhabitant of the city ...?") now answers "276,170" there, not "Straßburg";
         #64 and #88, which wrote a year for a count, still miss: the model picks another number ("17th century").
-        Nor may such a step answer an open question with words of the question (`_question_runs`, excluded
-        exactly), which in_question refuses on every other step: 6 dev200 runs ended on one ("Tennessee" for "What
-        is Opry Mills in Nashville, Tennessee?", "both" for "... are both best known for what profession?"), all
-        wrong. Narrowing a question about what two things share to the words both documents hold was tried and
-        undone: on 6 questions it made none right and one worse ("June" as a profession both documents "hold")."""
+        Narrowing a question about what two things share to the words both documents hold was tried and undone:
+        on 6 questions it made none right and one worse ("June" as a profession both documents "hold")."""
         grounding = state.grounding
         form = state.form
         unchecked = final_only or len(_refusals(state.trajectory.steps)) >= MAX_REFUSALS
-        if grounding is None or form is None or not unchecked:
+        if grounding is None or form is None or form.wants is None or not unchecked:
             return grounding
-        question, is_open = state.trajectory.question, form.kind == "open"
-        if form.wants is not None:
-            fitting = grounding.spans(
-                lambda span: form.fits(span) and not (is_open and in_question(span, question)), FITTING_TOKENS
-            )
-            return OptionsGrounding(fitting, capitals=False) if fitting else grounding
-        if is_open:
-            for run in _question_runs(question):
-                grounding.exclude(run, exactly=True)
-        return grounding
+        fitting = grounding.spans(form.fits, FITTING_TOKENS)
+        return OptionsGrounding(fitting, capitals=False) if fitting else grounding
 
     def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
         """Record on a last step whose answer a comparison decided (step_grammar) the numbers that decided it; and
@@ -952,27 +940,6 @@ def _in_full(name: str, text: str) -> str | None:
         if len(longer) > len(words) and longer[0] == words[0] and longer[-1] == words[-1]:
             return found.group(0)
     return None
-
-
-def _question_runs(question: str) -> list[str]:
-    """Runs of the question's tokens, one from each word on, as long as every beginning of it that ends on a word
-    is what `in_question` refuses (so excluding one `exactly` takes out just those), also with the question's
-    dashes and slashes read as spaces ("1992" of "1992-93", as in_question reads them): together, what the
-    checks refuse as repeating the question on every step but the ones no check sees."""
-    runs = []
-    for text in dict.fromkeys([question, dashes_as_spaces(question)]):
-        symbols = tokens(text)
-        for start, first in enumerate(symbols):
-            written, longest = "", None
-            for symbol in symbols[start:] if first.is_word else ():
-                written += (" " if symbol.spaced and written else "") + symbol.text
-                if symbol.is_word:
-                    if not in_question(written, question):
-                        break
-                    longest = written
-            if longest is not None:
-                runs.append(longest)
-    return runs
 
 
 def _refusals(steps: Sequence[StepRecord]) -> list[RefusalDetails]:
