@@ -156,6 +156,12 @@ def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
     assert refused_first_word(raw, [(start + 2, "6")])  # inside the first word
     assert not refused_first_word(raw, [(start + 5, " to")])  # after the first word: the answer's head was read
     assert not refused_first_word("Thought: x\nAction: search[a]", [(3, "F")])
+    # The model meant the number written, without the thousands separator the text read has ("1462" for "1,462").
+    raw = "Thought: x\nFinal: 1,462"
+    start = raw.index("Final: ") + len("Final: ")
+    assert not refused_first_word(raw, [(start + 1, "4")]) and not refused_first_word(raw, [(start + 1, "462")])
+    assert refused_first_word(raw, [(start + 1, "9")]) and refused_first_word(raw, [(start - 1, " 2")])
+    assert refused_first_word("Thought: x\nFinal: 1462", [(start + 1, "5")])  # no separator: another number
 
 
 # ---- the loop, grounded with answer forms --------------------------------------------------------------------
@@ -436,6 +442,20 @@ def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_inde
     assert "Marie Curie:" not in found and refused.details.tool.titles == ["Warsaw"]
     # Written again, it is weighed as any answer, and its document has been read now.
     assert trajectory.steps[2].details.refusal is None and trajectory.answer == "Warsaw"
+
+
+def test_a_first_word_the_grammar_overruled_because_it_was_refused_as_wrong_is_not_unread(tiny_index) -> None:
+    # dev200 #51: "Carrefour" refused as no number and taken out; the model began it again (" Car"), the grammar
+    # overruled it, and "1,462", read on the page, was refused as unread. The model meant an answer it had read.
+    overruled = Completion(text="Thought: c\nFinal: Warsaw", finish_reason="stop", rejections=[(17, " Marie")])
+    outputs = ["Thought: a\nAction: search[Marie Curie Warsaw]", "Thought: b\nFinal: Marie Curie", overruled]
+    agent, _ = make(tiny_index, outputs, exclude_refused=True)
+    trajectory = agent.run("In which city was Marie Curie born?")
+    assert trajectory.steps[1].details.refusal.reason == "in_question"
+    assert trajectory.steps[2].details.refusal is None and trajectory.answer == "Warsaw"
+    # Without exclude_refused nothing was taken out of the grammar, and an overruled first word means unread text.
+    agent, _ = make(tiny_index, [*outputs, "Thought: d\nFinal: Warsaw"])
+    assert agent.run("In which city was Marie Curie born?").steps[2].details.refusal.reason == "unread"
 
 
 def test_an_answer_refused_as_unread_and_written_again_is_still_weighed(tiny_index) -> None:

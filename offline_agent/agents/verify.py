@@ -366,7 +366,11 @@ class VerifyAgent(ReActAgent):
         if earlier and (form.kind != "open" or earlier != {"unread"}):
             return self._weigh(state, record, answer, reasons) if form.kind != "open" else None
         # A choice with options: the grammar offers the options only, so a refused first word is not unread text.
-        unread = not (earlier or form.options or judged) and refused_first_word(record.raw, turn.last_rejections)
+        # With exclude_refused, a refused first word may be an answer the run refused as wrong, which the grammar
+        # took out: the model meant that answer again, not unread text.
+        excluded = _refused_as_wrong(state, record) if self.config.exclude_refused else []
+        rejections = [rejection for rejection in turn.last_rejections if not _begins_any(rejection[1], excluded)]
+        unread = not (earlier or form.options or judged) and refused_first_word(record.raw, rejections)
         if state.grounding is not None and unread:
             return self._refuse(
                 record, "unread", answer, self._with_found(state, record, UNREAD.format(question=question))
@@ -947,6 +951,12 @@ def _refusals(steps: Sequence[StepRecord]) -> list[RefusalDetails]:
     return [step.details.refusal for step in steps if step.details is not None and step.details.refusal]
 
 
+def _begins_any(token: str, answers: Sequence[str]) -> bool:
+    """Whether the token `token` (the model's refused choice) begins one of `answers`, case aside."""
+    piece = token.strip().casefold()
+    return bool(piece) and any(answer.strip().casefold().startswith(piece) for answer in answers)
+
+
 def _refused_as_wrong(state: LoopState, record: StepRecord) -> list[str]:
     """The answers the run, and the step `record` (not yet in the trajectory), refused as wrong (EXCLUDED_REASONS)."""
     refusals = _refusals([*state.trajectory.steps, record])
@@ -1013,9 +1023,20 @@ def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:
         return False
     answer_start = start + len(FINAL)
     rest = raw[answer_start:]
-    first_word = len(rest.split()[0]) if rest.split() else 0
+    first_word = rest.split()[0] if rest.split() else ""
     # A refused token may begin at the space before the answer (" 1961" after "Final:").
-    return any(answer_start - 1 <= offset < answer_start + max(first_word, 1) for offset, _ in rejections)
+    return any(
+        answer_start - 1 <= offset < answer_start + max(len(first_word), 1)
+        and not _same_number(rest[: max(offset - answer_start, 0)] + token, first_word)
+        for offset, token in rejections
+    )
+
+
+def _same_number(meant: str, written: str) -> bool:
+    """Whether the model meant the number the grammar made it write, but without the thousands separators the
+    text read has: "1462" for "1,462" (dev200 #51: refused as unread with "1,462 hypermarkets" on its page)."""
+    digits = meant.strip()
+    return "," in written and digits.isdigit() and written.replace(",", "").startswith(digits)
 
 
 __all__ = ["MAX_REFUSALS", "VerifyAgent", "refused_first_word"]
