@@ -7,8 +7,10 @@ Each of these can be caught without asking the model anything, and each has an o
 Final is not the end of the run but an Observation that says why, and the model goes on:
 
 - `unread`: under a grounded grammar, the grammar refused the model's first word of the answer: what it meant
-  to write is nowhere in what the run has read. Observation: search for the fact that is missing, and the passages
-  a search for the whole question finds that the run has not read (`_with_found`).
+  to write is nowhere in what the run has read (not where that word begins an answer the run refused as wrong,
+  which the grammar took out, nor where it writes the number the grammar made it write without its thousands
+  separator). Observation: search for the fact that is missing, and the passages a search for the whole question
+  finds that the run has not read (`_with_found`).
 - `in_question`: an open question's answer repeats words of the question ("Gator Country"), which names the
   first hop, not the answer; a name of the kind asked for, as the question writes it after which/what, is not
   refused ("Hawaii County" for "... is in what Hawaii county?"). Observation: find what the question asks about it.
