@@ -399,9 +399,8 @@ class VerifyAgent(ReActAgent):
             return unopened
         # The answer's own document, read once for every check on it; its first sentence says what it is. A place
         # may be titled with its region ("McLean, Virginia"), which the answer leaves out.
-        document = getattr(self._search_tool(), "document", None)
         place = form.about_a_place
-        own = document(answer, place=place) if document is not None else None
+        own = self._own_document(answer, place)
         sentence = (first_sentence(own) or None) if own is not None else None
         if own is None or sentence is None:
             return self._number_for_a_thing(form, record, answer)
@@ -413,6 +412,12 @@ class VerifyAgent(ReActAgent):
     def _search_tool(self) -> object | None:
         """The run's search tool, whose document lookups (document, open_named, open_mentioned) the checks use."""
         return self.tools.get("search") if "search" in self.tools else None
+
+    def _own_document(self, answer: str, place: bool) -> str | None:
+        """The text of the document titled `answer` (with `place`, also one titled with a region after it: "McLean,
+        Virginia"), through the search tool's `document`; None where there is none or the tool cannot look one up."""
+        document = getattr(self._search_tool(), "document", None)
+        return document(answer, place=place) if document is not None else None
 
     def _refuse(self, record: StepRecord, reason: str, answer: str, observation: str) -> str:
         self.details(record).refusal = RefusalDetails(reason, answer)
@@ -535,8 +540,7 @@ class VerifyAgent(ReActAgent):
         refusal = self._refuse(
             record, "kind", answer, template.format(wants=WANTS[form.wants], answer=answer, question=form.question)
         )
-        document = getattr(self._search_tool(), "document", None)
-        own = document(answer, place=form.about_a_place) if document is not None and _LETTER.search(answer) else None
+        own = self._own_document(answer, form.about_a_place) if _LETTER.search(answer) else None
         if own is None:
             return refusal
         return self._with_document(state, record, answer, refusal, form.about_a_place, own)
