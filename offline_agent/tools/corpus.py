@@ -131,7 +131,7 @@ class SearchTool(_ThreadDetails):
         k = settings.k
         result = session.index.search(query, k=k)
         passages = list(result.passages)
-        scores = [round(float(s), 4) for s in result.scores]
+        scores: list[Any] = list(result.scores)
         boosted = self._named_title(query) if settings.title_boost else None
         if boosted is not None:
             others = [(p, s) for p, s in zip(passages, scores, strict=True) if p.id != boosted.id]
@@ -201,7 +201,7 @@ class SearchTool(_ThreadDetails):
         kept = kept[: session.settings.k]
         if not kept:
             return None
-        return self._show(text, [p for p, _ in kept], [round(float(s), 4) for _, s in kept], [])
+        return self._show(text, [p for p, _ in kept], [s for _, s in kept], [])
 
     def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The Observation of the documents `text` names (titles.TitleTable.mentions: their bare title written in
@@ -217,14 +217,15 @@ class SearchTool(_ThreadDetails):
         return self._show(query, passages, [None] * len(passages), [])
 
     def _show(self, query: str, passages: list[Any], scores: list[Any], linked: list[Any]) -> str:
-        """The Observation of found passages and linked documents; sets last_details and lookup's document."""
+        """The Observation of found passages and linked documents (their BM25 `scores`, None where a passage was not
+        ranked, recorded to four places); sets last_details and lookup's document."""
         session = self.session
         settings = session.settings
         shown = [*passages, *linked]
         self.last_details = {
             "ids": [int(p.id) for p in shown],
             "titles": [p.title for p in shown],
-            "scores": [*scores, *(None for _ in linked)],
+            "scores": [*(None if s is None else round(float(s), 4) for s in scores), *(None for _ in linked)],
         }
         if linked:
             self.last_details["links"] = [p.title for p in linked]
