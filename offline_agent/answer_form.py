@@ -329,7 +329,7 @@ class AnswerForm:
     def names_an_office(self, answer: str) -> bool:
         """Whether `answer` is a title of office or rank alone ("President", "the Governor") where the question asks
         who, where, or which holder of an office ("which former Governor of Arkansas?"): the title names nobody."""
-        words = re.sub(r"^(?:the|a|an)\s+", "", answer.strip(), flags=re.IGNORECASE).split()
+        words = _without_article(answer).split()
         if len(words) != 1 or words[0].lower() not in _OFFICES:
             return False
         question = self.question
@@ -687,8 +687,12 @@ def shared_subjects(question: str) -> tuple[str, str] | None:
 
 
 def _bare_option(text: str) -> str:
-    text = re.sub(r"^(?:the|a|an)\s+", "", text.strip(), flags=re.IGNORECASE)
-    return text.strip("\"'“”‘’ ")
+    return _without_article(text).strip("\"'“”‘’ ")
+
+
+def _without_article(text: str) -> str:
+    """`text`, stripped, without an article that opens it ("the Governor": "Governor")."""
+    return re.sub(r"^(?:the|a|an)\s+", "", text.strip(), flags=re.IGNORECASE)
 
 
 def in_question(answer: str, question: str) -> bool:
