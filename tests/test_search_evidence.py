@@ -122,6 +122,42 @@ def test_a_search_shows_the_documents_its_passages_name(linked_index) -> None:
     assert len(search_tool(linked_index, k=1)("Kiss and Tell film").splitlines()) == 1  # off by default
 
 
+@pytest.fixture
+def short_index(tmp_path: Path):
+    """Documents with titles shorter than four characters: a city, a mountain, a number, a common word."""
+    records = [
+        ("Albert Einstein", "Albert Einstein was born in 1879 in Ulm, in the Kingdom of Württemberg."),
+        ("Ulm", "Ulm is a city in Germany, on the river Danube."),
+        ("K2", "K2 is the second-highest mountain on Earth."),
+        ("17 (album)", "17 is an album of seventeen songs."),
+        ("Oak", "Oak is a tree of the beech family."),
+    ]
+    path = tmp_path / "short.jsonl"
+    lines = [json.dumps({"id": str(n), "title": title, "text": text}) for n, (title, text) in enumerate(records)]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return open_corpus(path)
+
+
+def test_a_short_title_links_where_it_is_written_as_a_name_of_its_own(short_index) -> None:
+    table = title_table(short_index)
+
+    def names(text: str) -> list[str]:
+        return [title for _, title in table.mentions(text)]
+
+    assert names('He was born in Ulm, Germany, and climbed "K2" twice.') == ["Ulm", "K2"]
+    assert names("Ulm is a city. K2 is high.") == []  # a sentence's first word
+    assert names("the Ulm Minster, New Ulm and Oak Ridge") == []  # part of a longer name
+    assert names("He counted 17 of them.") == []  # a number alone
+    assert [title for _, title in table.named("Ulm")] == ["Ulm"]
+
+
+def test_a_search_shows_a_short_titled_document_its_passage_names(short_index) -> None:
+    tool = search_tool(short_index, k=1, links=2)
+    lines = tool("Albert Einstein").splitlines()
+    assert lines[0].startswith("[1] Albert Einstein: ") and lines[1].startswith("[2] Ulm: ")
+    assert tool.last_details["links"] == ["Ulm"]
+
+
 def test_sentence_snippets_keep_the_first_and_the_sentence_that_weighs_most(linked_index) -> None:
     question = "What government position was held by the woman who portrayed Corliss Archer?"
     tool = search_tool(linked_index, question, k=1, snippet="sentences", sentences=2)

@@ -6,11 +6,13 @@ finds the documents whose title a text names: the search tool shows them after t
 a question that goes through an entity ("the woman who portrayed Corliss Archer") is answered in the document of
 that entity, and its name is written in the first document. A title counts as named when its words (without a
 closing qualifier: "Kiss and Tell (1945 film)" is named by "Kiss and Tell") appear in the text as they are written
-in the title, case included, on word boundaries (the longest name wins where two overlap); titles shorter than
-four characters or without a capital letter or digit are never links ("forum", "It"), so common words do not
-link. The mention table is built on first use, as a hash of every title's word sequence (up to MAX_TITLE_WORDS
-words), and a text is read once, trying at each word the sequences that start there: its cost grows with the
-text, not with the number of titles.
+in the title, case included, on word boundaries (the longest name wins where two overlap); a title without a
+capital letter or digit never links ("forum"), so common words do not. A name shorter than SHORT_NAME characters
+("Ulm", "Naj", "K2") links only where it holds a capital letter ("17" does not) and is written as a name of its
+own: not as a sentence's first word, and not beside another capitalised word that would make it part of a longer
+name ("Oak Ridge"); a single character never does ("I", "A"). The mention table is built on first use, as a hash
+of every title's word sequence (up to MAX_TITLE_WORDS words), and a text is read once, trying at each word the
+sequences that start there: its cost grows with the text, not with the number of titles.
 """
 
 from __future__ import annotations
@@ -24,10 +26,15 @@ from typing import Any
 import numpy as np
 
 MAX_TITLE_WORDS = 8
+# Names shorter than this link only where they stand alone (module docstring). It was the shortest a link could be
+# before: "Ulm", Albert Einstein's birth city in the sample corpus, never reached a run through his passage, nor
+# could a check look its document up by name.
+SHORT_NAME = 4
 _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 # A name in a text may open with a bracket or quote and be followed by the punctuation that ends a clause.
 _LEAD = "([{\"'“‘"
-_TRAIL = ".,;:!?)]}\"'”’"
+_CLOSING = ")]}\"'”’"
+_TRAIL = ".,;:!?" + _CLOSING
 
 
 def bare_title(title: str) -> str:
@@ -119,7 +126,7 @@ class TitleTable:
                 # The name may end in a full stop of its own ("Edgar Kaiser Sr.") or be followed by punctuation.
                 for candidate in dict.fromkeys((written, written.rstrip(_TRAIL))):
                     documents = self._rows_named(named, candidate, bare_title)
-                    if documents:
+                    if documents and (len(candidate) >= SHORT_NAME or _short_name(words, start, end)):
                         longest = (end, documents)
             if longest is None:
                 start += 1
@@ -226,7 +233,32 @@ def _document_titles(index: Any) -> tuple[list[str], np.ndarray]:
 
 
 def _is_linkable(name: str) -> bool:
-    return len(name) >= 4 and any(ch.isupper() or ch.isdigit() for ch in name)
+    return len(name) >= 2 and any(ch.isupper() or ch.isdigit() for ch in name)
+
+
+def _short_name(words: list[str], start: int, end: int) -> bool:
+    """Whether words[start..end] of a text, shorter than SHORT_NAME characters, name a document: they hold a
+    capital letter (a number alone, "17", is a count far more often than a title) and stand alone."""
+    return any(ch.isupper() for word in words[start : end + 1] for ch in word) and _stands_alone(words, start, end)
+
+
+def _stands_alone(words: list[str], start: int, end: int) -> bool:
+    """Whether words[start..end] of a text are written as a name of their own: not a sentence's first words, and
+    with no capitalised word joined to them on either side (a comma or other closing punctuation between two
+    words parts them: "Ulm, Germany"). A capitalised word before them blocks even where it opens the sentence:
+    "New Ulm" cannot be told from "In Ulm" without a list of words."""
+    if _opens_sentence(words, start):
+        return False
+    before = words[start - 1]
+    if before[:1].isupper() and before[-1] not in _TRAIL:
+        return False
+    after = words[end + 1].lstrip(_LEAD) if end + 1 < len(words) else ""
+    return not (after[:1].isupper() and words[end][-1] not in _TRAIL)
+
+
+def _opens_sentence(words: list[str], at: int) -> bool:
+    """Whether words[at] is the first word of a sentence: the text's first, or one after a word that ends one."""
+    return at == 0 or words[at - 1].rstrip(_CLOSING)[-1:] in (".", "!", "?")
 
 
 __all__ = ["MAX_TITLE_WORDS", "TitleTable", "bare_title", "place_name", "title_table"]
