@@ -126,7 +126,7 @@ class TitleTable:
                 # The name may end in a full stop of its own ("Edgar Kaiser Sr.") or be followed by punctuation.
                 for candidate in dict.fromkeys((written, written.rstrip(_TRAIL))):
                     documents = self._rows_named(named, candidate, bare_title)
-                    if documents and (len(candidate) >= SHORT_NAME or _short_name(words, start, end)):
+                    if documents and (len(candidate) >= SHORT_NAME or _stands_alone(words, start, end)):
                         longest = (end, documents)
             if longest is None:
                 start += 1
@@ -233,13 +233,12 @@ def _document_titles(index: Any) -> tuple[list[str], np.ndarray]:
 
 
 def _is_linkable(name: str) -> bool:
-    return len(name) >= 2 and any(ch.isupper() or ch.isdigit() for ch in name)
-
-
-def _short_name(words: list[str], start: int, end: int) -> bool:
-    """Whether words[start..end] of a text, shorter than SHORT_NAME characters, name a document: they hold a
-    capital letter (a number alone, "17", is a count far more often than a title) and stand alone."""
-    return any(ch.isupper() for word in words[start : end + 1] for ch in word) and _stands_alone(words, start, end)
+    """Whether a title's name can be named at all: it holds a capital letter or a digit; one shorter than
+    SHORT_NAME characters needs two characters and a capital letter ("Ulm", "K2"; not "17", a count far more
+    often than a title, nor "I")."""
+    if len(name) < SHORT_NAME:
+        return len(name) >= 2 and any(ch.isupper() for ch in name)
+    return any(ch.isupper() or ch.isdigit() for ch in name)
 
 
 def _stands_alone(words: list[str], start: int, end: int) -> bool:
