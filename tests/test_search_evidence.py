@@ -58,6 +58,8 @@ def test_mentions_follow_names_as_written_in_order(linked_index) -> None:
     assert [t for _, t in table.mentions(text, exclude={"Shirley Temple"})][1] == "Richard Wallace (director)"
     assert table.mentions("shirley temple, in lower case, is not her name as written") == []
     assert [t for _, t in table.mentions('He met "Shirley Temple."')] == ["Shirley Temple"]
+    assert [t for _, t in table.mentions("It was Shirley Temple's first film.")] == ["Shirley Temple"]
+    assert [t for _, t in table.mentions("It was Shirley Temple’s.")] == ["Shirley Temple"]
     assert [t for _, t in table.mentions("Tell me more.")] == ["Tell"]
     assert table.mentions("") == []
 

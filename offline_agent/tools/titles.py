@@ -6,13 +6,14 @@ finds the documents whose title a text names: the search tool shows them after t
 a question that goes through an entity ("the woman who portrayed Corliss Archer") is answered in the document of
 that entity, and its name is written in the first document. A title counts as named when its words (without a
 closing qualifier: "Kiss and Tell (1945 film)" is named by "Kiss and Tell") appear in the text as they are written
-in the title, case included, on word boundaries (the longest name wins where two overlap); a title without a
-capital letter or digit never links ("forum"), so common words do not. A name shorter than SHORT_NAME characters
-("Ulm", "Naj", "K2") links only where it holds a capital letter ("17" does not) and is written as a name of its
-own: not as a sentence's first word, and not beside another capitalised word that would make it part of a longer
-name ("Oak Ridge"); a single character never does ("I", "A"). The mention table is built on first use, as a hash
-of every title's word sequence (up to MAX_TITLE_WORDS words), and a text is read once, trying at each word the
-sequences that start there: its cost grows with the text, not with the number of titles.
+in the title, case included, on word boundaries, or in the possessive (dev200's passages name the next hop so:
+"secretary of New York Governor Nelson Rockefeller's Committee"); the longest name wins where two overlap. A title
+without a capital letter or digit never links ("forum"), so common words do not. A name shorter than SHORT_NAME
+characters ("Ulm", "Naj", "K2") links only where it holds a capital letter ("17" does not) and is written as a name
+of its own: not as a sentence's first word, and not beside another capitalised word that would make it part of a
+longer name ("Oak Ridge"); a single character never does ("I", "A"). The mention table is built on first use, as
+a hash of every title's word sequence (up to MAX_TITLE_WORDS words), and a text is read once, trying at each word
+the sequences that start there: its cost grows with the text, not with the number of titles.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 # A name in a text may open with a bracket or quote and be followed by the punctuation that ends a clause.
 _LEAD = "([{\"'“‘"
 _CLOSING = ")]}\"'”’"
+_POSSESSIVE = re.compile(r"['’]s$")
 _TRAIL = ".,;:!?" + _CLOSING
 
 
@@ -123,8 +125,10 @@ class TitleTable:
             longest: tuple[int, list[tuple[int, str]]] | None = None
             for end in range(start, min(start + MAX_TITLE_WORDS, len(words))):
                 written = " ".join([first, *words[start + 1 : end + 1]])
-                # The name may end in a full stop of its own ("Edgar Kaiser Sr.") or be followed by punctuation.
-                for candidate in dict.fromkeys((written, written.rstrip(_TRAIL))):
+                # The name may end in a full stop of its own ("Edgar Kaiser Sr.") or be followed by punctuation,
+                # or be written in the possessive ("Shirley Temple's").
+                bare = written.rstrip(_TRAIL)
+                for candidate in dict.fromkeys((written, bare, _POSSESSIVE.sub("", bare))):
                     documents = self._rows_named(named, candidate, bare_title)
                     if documents and (len(candidate) >= SHORT_NAME or _stands_alone(words, start, end)):
                         longest = (end, documents)
