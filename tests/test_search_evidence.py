@@ -18,6 +18,13 @@ def search_tool(index, question: str = "", **settings) -> SearchTool:
     return SearchTool(CorpusSession(index, SearchSettings(**settings), question=question))
 
 
+def titled_corpus(path: Path, records: list[tuple[str, str]]):
+    """The index of a JSONL corpus written to `path` from (title, text) pairs."""
+    lines = [json.dumps({"id": str(n), "title": title, "text": text}) for n, (title, text) in enumerate(records)]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return open_corpus(path)
+
+
 @pytest.fixture
 def linked_index(tmp_path: Path):
     records = [
@@ -81,10 +88,7 @@ def place_index(tmp_path: Path):
         ("Marion", "Marion is a given name."),
         ("Marion, Arkansas", "Marion is a city in Crittenden County, Arkansas."),
     ]
-    path = tmp_path / "places.jsonl"
-    lines = [json.dumps({"id": str(n), "title": title, "text": text}) for n, (title, text) in enumerate(records)]
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return open_corpus(path)
+    return titled_corpus(tmp_path / "places.jsonl", records)
 
 
 def test_a_place_name_is_a_title_without_its_region() -> None:
@@ -134,10 +138,7 @@ def short_index(tmp_path: Path):
         ("17 (album)", "17 is an album of seventeen songs."),
         ("Oak", "Oak is a tree of the beech family."),
     ]
-    path = tmp_path / "short.jsonl"
-    lines = [json.dumps({"id": str(n), "title": title, "text": text}) for n, (title, text) in enumerate(records)]
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return open_corpus(path)
+    return titled_corpus(tmp_path / "short.jsonl", records)
 
 
 def test_a_short_title_links_where_it_is_written_as_a_name_of_its_own(short_index) -> None:
