@@ -149,7 +149,7 @@ def test_a_short_title_links_where_it_is_written_as_a_name_of_its_own(short_inde
 
     assert names('He was born in Ulm, Germany, and climbed "K2" twice.') == ["Ulm", "K2"]
     assert names("Ulm is a city. K2 is high.") == []  # a sentence's first word
-    assert names("the Ulm Minster, New Ulm and Oak Ridge") == []  # part of a longer name
+    assert names('the Ulm Minster, New Ulm, "New Ulm" and Oak Ridge') == []  # part of a longer name
     assert names("He counted 17 of them.") == []  # a number alone
     assert [title for _, title in table.named("Ulm")] == ["Ulm"] and table.named("17") == []
 

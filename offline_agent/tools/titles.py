@@ -252,7 +252,7 @@ def _stands_alone(words: list[str], start: int, end: int) -> bool:
     "New Ulm" cannot be told from "In Ulm" without a list of words."""
     if _opens_sentence(words, start):
         return False
-    before = words[start - 1]
+    before = words[start - 1].lstrip(_LEAD)
     if before[:1].isupper() and before[-1] not in _TRAIL:
         return False
     after = words[end + 1].lstrip(_LEAD) if end + 1 < len(words) else ""
