@@ -35,7 +35,7 @@ _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 # A name in a text may open with a bracket or quote and be followed by the punctuation that ends a clause.
 _LEAD = "([{\"'“‘"
 _CLOSING = ")]}\"'”’"
-_POSSESSIVE = re.compile(r"['’]s$")
+_POSSESSIVE = ("'s", "’s")
 _TRAIL = ".,;:!?" + _CLOSING
 
 
@@ -128,7 +128,8 @@ class TitleTable:
                 # The name may end in a full stop of its own ("Edgar Kaiser Sr.") or be followed by punctuation,
                 # or be written in the possessive ("Shirley Temple's").
                 bare = written.rstrip(_TRAIL)
-                for candidate in dict.fromkeys((written, bare, _POSSESSIVE.sub("", bare))):
+                owner = bare[:-2] if bare.endswith(_POSSESSIVE) else bare
+                for candidate in dict.fromkeys((written, bare, owner)):
                     documents = self._rows_named(named, candidate, bare_title)
                     if documents and (len(candidate) >= SHORT_NAME or _stands_alone(words, start, end)):
                         longest = (end, documents)
