@@ -303,6 +303,49 @@ def test_a_run_start_search_lookup_finish(tiny_index) -> None:
     assert "{actions}" not in system and "{action_graph}" not in system and "$" not in system
 
 
+def test_a_grounded_run_answers_from_what_it_read(tiny_index) -> None:
+    # Grounded, the Finish move's answer is a span of what the run has read: not only yes or no, and not a word
+    # it never saw (the grammar used to offer yes/no alone, which the parser then refused on an open question).
+    agent, backend = make(
+        tiny_index,
+        [
+            "ActionPath: Start -> Search\nThought: Marie Curie first.\nAction: search[Marie Curie]\n",
+            "ActionPath: Search -> Finish\nThought: She was born in Warsaw.\nFinal: Warsaw",
+        ],
+        grounded=True,
+        answer_form=True,
+    )
+    trajectory = agent.run("Where was Marie Curie born?")
+    assert trajectory.stop_reason == "final" and trajectory.answer == "Warsaw"
+    assert not any(step.parse_error for step in trajectory.steps)
+    checker = GbnfChecker(backend.calls[1].grammar)
+    assert checker.accepts("ActionPath: Search -> Finish\nThought: x\nFinal: Warsaw")
+    assert checker.accepts("ActionPath: Search -> Finish\nThought: x\nFinal: Marie Curie")
+    assert not checker.accepts("ActionPath: Search -> Finish\nThought: x\nFinal: No")
+    assert not checker.accepts("ActionPath: Search -> Finish\nThought: x\nFinal: Krakow")
+    assert checker.accepts("ActionPath: Search -> Lookup\nThought: x\nAction: lookup[born]\n")
+
+
+def test_a_grounded_run_that_has_read_nothing_is_not_offered_finish(tiny_index) -> None:
+    agent, backend = make(
+        tiny_index,
+        [
+            "ActionPath: Start -> Search\nThought: look.\nAction: search[zzzqqq]\n",
+            "ActionPath: Search -> Search\nThought: again.\nAction: search[xxxyyy]\n",
+            "ActionPath: Search -> Finish\nThought: no steps left.\nFinal: somewhere",
+        ],
+        grounded=True,
+        answer_form=True,
+        max_steps=3,
+    )
+    trajectory = agent.run("Where was Marie Curie born?")
+    # nothing found, so nothing an answer could be: Finish is not offered until the last step, whose answer is free
+    assert trajectory.steps[1].details.allowed == ["Search", "Lookup", "Retrieve"]
+    assert not GbnfChecker(backend.calls[1].grammar).accepts("ActionPath: Search -> Finish\nThought: x\nFinal: y")
+    assert trajectory.steps[2].final_only and trajectory.steps[2].details.allowed == ["Finish"]
+    assert trajectory.stop_reason == "final" and trajectory.answer == "somewhere"
+
+
 def test_retrieve_then_lookup_reads_the_retrieved_page(tiny_index) -> None:
     agent, _ = make(
         tiny_index,

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 from support import ROOT
 
-from offline_agent.agents import AgentCallbacks, AgentConfig, agent_class
+from offline_agent.agents import ANSWER_DEFAULTS, AgentCallbacks, AgentConfig, agent_class
 from offline_agent.agents.action_graph import START
 from offline_agent.agents.critic import Critique, Extraction
 from offline_agent.agents.plan import FollowUp, Verdict, plan_model
@@ -62,6 +62,13 @@ def test_knowagent_moves_only_along_its_graph(small_backend, sample_index, quest
         assert (step.final is not None) if tool == "Final" else (step.action == tool)
         assert 0 <= details.prevented <= len(details.rejections)
         path = details.action_path
+
+
+@pytest.mark.parametrize("name", ["knowagent", "critic", "plan"])
+def test_every_step_parses_under_the_answer_defaults(small_backend, sample_index, name: str) -> None:
+    # What `ask` and `eval` run with --agent NAME: grounded Finals in the form the question asks for. knowagent's
+    # grammar once offered a grounded Finish only yes or no, which the parser refused on an open question.
+    run(name, small_backend, sample_index, QUESTIONS[3], **ANSWER_DEFAULTS)
 
 
 @pytest.mark.parametrize("question", QUESTIONS[3:5])

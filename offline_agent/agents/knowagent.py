@@ -47,7 +47,8 @@ from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.backends.base import Backend
 from offline_agent.details import KnowAgentDetails
 from offline_agent.errors import ConfigError, StepParseError
-from offline_agent.grammar import FINAL, GrammarSpec, StepGrammar
+from offline_agent.grammar import FINAL, GrammarSpec, StepGrammar, build_grammar
+from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, describe_tools
 from offline_agent.steps import Step, StepRecord
@@ -138,9 +139,11 @@ class KnowAgent(ReActAgent):
             return tuple(path)
         return tuple(path[-self.path_window :])
 
-    def move_spec(self, path: Sequence[str], final_only: bool) -> GrammarSpec:
-        """The grammar spec of the step after `path`."""
+    def move_spec(self, path: Sequence[str], final_only: bool, answer: bool = True) -> GrammarSpec:
+        """The grammar spec of the step after `path`; with `answer` False, without the moves that answer."""
         moves = tuple((action, self.graph.tool_of(action)) for action in self.allowed_moves(path, final_only))
+        if not answer:
+            moves = tuple(move for move in moves if move[1] != FINAL)
         has_tool_move = any(tool != FINAL for _, tool in moves)
         return replace(
             self.spec,
@@ -151,17 +154,36 @@ class KnowAgent(ReActAgent):
             next_actions=moves,
         )
 
+    def offered_spec(self, state: LoopState, final_only: bool) -> tuple[GrammarSpec, Grounding | None]:
+        """The spec of the next move and, for a grounded run, what its Final is built from. While nothing read can
+        be an answer, the moves that answer are not offered and the run goes on reading, as ReAct's does; where
+        only they are left (the last step, or a node whose only edges answer), the answer is free, as on ReAct's
+        last step."""
+        path = self.path_so_far(state)
+        spec = self.move_spec(path, final_only)
+        grounding = self.final_grounding(state, final_only) if spec.grounded else None
+        if grounding is None or not spec.allow_final or not grounding.is_empty:
+            return spec, grounding
+        if spec.allow_action:
+            return self.move_spec(path, final_only, answer=False), None
+        return replace(spec, grounded=False), None
+
     def step_grammar(self, state: LoopState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
-        # parser_for caches by spec, and with path_window 1 a spec depends only on (last action, final_only).
-        parser = parser_for(self.move_spec(self.path_so_far(state), final_only))
-        return parser.grammar, parser
+        # parser_for caches by spec, and with path_window 1 a spec depends only on (last action, final_only); a
+        # grounded Final, or spent calls, make a grammar of this step's own on the same parser.
+        spec, grounding = self.offered_spec(state, final_only)
+        parser = parser_for(spec)
+        spent = {} if final_only else self.spent_calls(state)
+        if (grounding is None or not spec.allow_final) and not spent:
+            return parser.grammar, parser
+        return build_grammar(spec, grounding, spent), parser
 
     def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
         """Record the move (the path after it, the moves offered, the forbidden first choices), and refuse a step
         whose move the graph does not allow: a second line of defence behind the grammar, and the only one when
         the grammar is off."""
         path = self.path_so_far(state)
-        spec = self.move_spec(path, record.final_only)
+        spec, _ = self.offered_spec(state, record.final_only)
         allowed = tuple(action for action, _ in spec.next_actions)
         details = record.ensure_details(KnowAgentDetails)
         details.allowed = list(allowed)

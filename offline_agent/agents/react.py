@@ -173,8 +173,8 @@ class ReActAgent(Strategy):
                 self.callbacks.on_step_start(index, final_only)
             started = time.monotonic()
             grammar, parser = self.step_grammar(state, index, final_only)
-            # What the Final is checked against: what the grammar was built from, or (a grammar built once for
-            # all runs, as knowagent's) everything read.
+            # What the Final is checked against: what the grammar was built from, or (a grammar built once, with
+            # no Final in it) everything read.
             grounding = grammar.grounding if grammar.grounding is not None else state.grounding
             grounding = grounding if grammar.spec.grounded else None
             record = StepRecord(index=index, raw="", final_only=final_only)
