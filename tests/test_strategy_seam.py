@@ -174,27 +174,29 @@ def test_register_strategy_refuses_what_is_not_one(registered) -> None:
 
 
 class ScopeCheck(ReActAgent):
-    """Refuses questions outside its corpus before any step (the kind of check a scope hook makes)."""
+    """Declines questions about the weather before any step, with a stop reason of its own (the kind of check a
+    scope hook makes; the built-in one is agents/scope.py, stop reason out_of_scope)."""
 
     name = "scope-check"
 
     def begin(self, state: RunState) -> None:
         if "weather" in state.trajectory.question:
-            state.finish("I can only answer questions about the documents.", reason="out_of_scope")
+            state.finish("I can only answer questions about the documents.", reason="off_topic")
 
 
 @pytest.fixture
-def out_of_scope() -> Iterator[None]:
-    add_stop_reason("out_of_scope")
+def off_topic() -> Iterator[None]:
+    # A reason of the test's own, taken out again afterwards: the built-in list stays as it was for later tests.
+    add_stop_reason("off_topic")
     yield
-    STOP_REASONS.remove("out_of_scope")
+    STOP_REASONS.remove("off_topic")
 
 
-def test_begin_may_end_the_run_with_a_reason_of_its_own(out_of_scope, tiny_index) -> None:
+def test_begin_may_end_the_run_with_a_reason_of_its_own(off_topic, tiny_index) -> None:
     backend = ScriptedBackend(["Thought: x\nFinal: Warsaw"])
     agent = ScopeCheck(backend, build_tools(tiny_index))
     refused = agent.run("What is the weather in Warsaw?")
-    assert refused.stop_reason == "out_of_scope" and refused.answer.startswith("I can only") and not backend.calls
+    assert refused.stop_reason == "off_topic" and refused.answer.startswith("I can only") and not backend.calls
     assert not refused.steps and refused.error is None
     assert agent.run("Where was Marie Curie born?").answer == "Warsaw"
 
