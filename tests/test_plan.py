@@ -11,6 +11,7 @@ from offline_agent.agents import AgentCallbacks, AgentConfig
 from offline_agent.agents.plan import PlanAgent, follow_up_rule, plan_model
 from offline_agent.backends import ScriptedBackend
 from offline_agent.details import PlannedCall
+from offline_agent.grammar import GbnfChecker
 from offline_agent.steps import Completion, Turn
 from offline_agent.tools import build_tools
 from offline_agent.tools.base import ToolRegistry
@@ -49,6 +50,37 @@ def test_one_round_then_answer(tiny_index) -> None:
     # The evidence is in every later prompt, before the role's instruction.
     assert "Evidence:\n[1] search[Marie Curie]" in backend.calls[1].prompt
     assert "Evidence:\n[1] search[Marie Curie]" in backend.calls[2].prompt
+
+
+def test_a_grounded_answer_comes_from_the_evidence(tiny_index) -> None:
+    # Grounded (the product's default), the responder's Final is a span of what the calls returned, as a ReAct
+    # step's is; a call that found nothing adds nothing.
+    outputs = [plan(("search", "Marie Curie"), ("search", "zzzqqq")), verdict(True), "Final: Warsaw"]
+    agent, backend = make_agent(tiny_index, outputs, grounded=True, answer_form=True)
+    trajectory = agent.run("Where was Marie Curie born?")
+    assert trajectory.stop_reason == "final" and trajectory.answer == "Warsaw"
+    checker = GbnfChecker(backend.calls[2].grammar)
+    assert checker.accepts("Final: Warsaw") and checker.accepts("Final: Marie Curie")
+    assert not checker.accepts("Final: Krakow") and not checker.accepts("Final: No")
+    assert not checker.accepts("Final: zzzqqq")  # from the Notice of the search that found nothing
+    agent, _ = make_agent(tiny_index, outputs[:2] + ["Final: Krakow"], grounded=True, answer_form=True)
+    trajectory = agent.run("Where was Marie Curie born?")
+    assert trajectory.stop_reason == "error" and "not a span of anything read" in (trajectory.error or "")
+
+
+def test_a_grounded_choice_is_answered_with_an_option(tiny_index) -> None:
+    outputs = [plan(("search", "Marie Curie")), verdict(True), "Final: Marie Curie"]
+    agent, backend = make_agent(tiny_index, outputs, grounded=True, answer_form=True)
+    trajectory = agent.run("Who was born first, Marie Curie or Pierre Curie?")
+    assert trajectory.answer == "Marie Curie"
+    checker = GbnfChecker(backend.calls[2].grammar)
+    assert checker.accepts("Final: Pierre Curie") and not checker.accepts("Final: Warsaw")
+
+
+def test_a_grounded_run_with_nothing_read_answers_freely(tiny_index) -> None:
+    agent, backend = make_agent(tiny_index, [plan(), "Final: unknown"], grounded=True, answer_form=True)
+    trajectory = agent.run("Where was Marie Curie born?")
+    assert trajectory.answer == "unknown" and backend.calls[1].grammar == agent.respond_grammar.gbnf
 
 
 def test_missing_goes_back_to_the_planner_and_repeats_are_dropped(tiny_index) -> None:

@@ -33,9 +33,11 @@ from typing import Any, ClassVar
 
 from offline_agent import __version__
 from offline_agent.agents.step_runner import StepRunner
+from offline_agent.answer_form import AnswerForm, answer_form
 from offline_agent.backends.base import Backend
 from offline_agent.details import StepDetails
 from offline_agent.errors import ConfigError
+from offline_agent.grounding import Grounding
 from offline_agent.prompts import PromptParts, agent_prompt, render_chat
 from offline_agent.steps import STOP_REASONS, StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
@@ -317,6 +319,17 @@ class Strategy:
     def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> RunState:
         """The state of a new run; a strategy that carries more from step to step returns its own subclass."""
         return RunState(trajectory, deadline=deadline)
+
+    def new_form(self, question: str) -> AnswerForm | None:
+        """The form `question`'s answer takes (answer_form.py), or None when answer_form is off."""
+        return answer_form(question) if self.config.answer_form else None
+
+    def new_grounding(self, trajectory: Trajectory, form: AnswerForm | None = None) -> Grounding | None:
+        """What a grounded run may answer from before it reads anything (None: the run is not grounded): the
+        question and yes/no, or with an answer form, what that form allows (a choice's options, yes/no, or nothing)."""
+        if not self.config.grounded:
+            return None
+        return form.grounding() if form is not None else Grounding([trajectory.question])
 
     def begin(self, state: RunState) -> None:
         """Before the first step: a strategy may end the run here (a refusal, say) with state.finish or state.stop."""

@@ -6,7 +6,9 @@ Each node is one grammar-constrained model call except the executor, which is pl
 - executor: drops calls already made (same tool, argument compared case- and space-insensitively) and runs the rest
   in parallel threads; every result becomes numbered evidence;
 - evaluator: `{"sufficient", "missing"}`: enough evidence goes to respond, else `missing` goes back to the planner;
-- respond: one `Final:` line (streamed through on_token), after at most `max_iterations` rounds (default 4).
+- respond: one `Final:` line (streamed through on_token), after at most `max_iterations` rounds (default 4);
+  grounded (the product's default), its grammar is built as a ReAct step's is, from the answer form and what the
+  calls returned, so the answer is a span of the evidence, one of a choice's options, or yes/no.
 In chat, a follow-up question gets the previous turn only when a rule (pronouns, "and ...", "what about ...") and, when
 the rule is unsure, a one-word model call say it needs it.
 
@@ -34,8 +36,9 @@ from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState, Str
 from offline_agent.agents.step_runner import JsonCall
 from offline_agent.backends.base import Backend
 from offline_agent.details import CallResult, PlanDetails, PlannedCall, ToolDetails
-from offline_agent.grammar import GrammarSpec, build_grammar
-from offline_agent.parse import parser_for
+from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
+from offline_agent.grounding import Grounding
+from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, agent_prompt, prompt_text
 from offline_agent.steps import StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
@@ -79,6 +82,7 @@ class _Evidence:
     observation: str
     is_error: bool
     details: ToolDetails | None
+    notice: bool = False  # the tool found nothing to show (tools/base.py Notice): no answer comes from it
 
     def render(self, number: int) -> str:
         return f"[{number}] {self.tool}[{self.argument}]: {self.observation}"
@@ -121,6 +125,7 @@ class PlanAgent(Strategy):
         respond_spec = GrammarSpec(thought=False, allow_action=False, final_max=self.config.final_max)
         self.respond_grammar = build_grammar(respond_spec)
         self.respond_parser = parser_for(respond_spec)
+        self.grounded_respond_spec = replace(respond_spec, grounded=True)
         self._system = self.prompt_parts("").system
 
     @property
@@ -253,7 +258,7 @@ class PlanAgent(Strategy):
         tool = self.tools.get(call.tool)
         result = self.tools.run(call.tool, argument)
         details = ToolDetails.from_dict(getattr(tool, "last_details", None))
-        return _Evidence(call.tool, call.argument, result.observation, result.is_error, details)
+        return _Evidence(call.tool, call.argument, result.observation, result.is_error, details, result.notice)
 
     def _evaluate(self, state: PlanState) -> Verdict | None:
         user = self._user(state, prompt_text("plan_evaluator.txt").strip())
@@ -271,21 +276,40 @@ class PlanAgent(Strategy):
         user = self._user(state, prompt_text("plan_respond.txt").strip())
         record, _ = self._record(state, "respond")
         record.final_only = True
+        grammar, parser, grounding = self._respond_grammar(state)
         turn = self.runner.step(
             state,
             record,
             self._chat(user),
-            self.respond_grammar.gbnf,  # GBNF only, as before the backend seam took a grammar's Lark form too
-            self.respond_parser,
+            grammar.gbnf,  # GBNF only, as before the backend seam took a grammar's Lark form too
+            parser,
             seed=self.config.seed + state.calls,
             label="respond",
             stop=("\n\n",),
+            grounding=grounding,
         )
         state.calls += 1
         if turn.value is not None:
             record.final = turn.value.final
             state.finish(turn.value.final)
         self.step_done(record)
+
+    def _respond_grammar(self, state: PlanState) -> tuple[StepGrammar, StepParser, Grounding | None]:
+        """The responder's grammar, its parser and what its Final is checked against. Grounded, the Final is built
+        as a ReAct step's is: from the answer form (a choice's options, yes/no) and, for an open question, what the
+        calls returned (not a failed call, nor one that found nothing); with nothing to answer from, it is free,
+        as on ReAct's last step."""
+        grounding = self.new_grounding(state.trajectory, form := self.new_form(state.question))
+        if grounding is None:
+            return self.respond_grammar, self.respond_parser, None
+        if form is None or form.reads_observations:
+            for evidence in state.evidence:
+                if not evidence.is_error and not evidence.notice:
+                    grounding.add(evidence.observation)
+        if grounding.is_empty:
+            return self.respond_grammar, self.respond_parser, None
+        spec = self.grounded_respond_spec
+        return build_grammar(spec, grounding), parser_for(spec), grounding
 
     # --- plumbing -----------------------------------------------------------------------------------------------
 

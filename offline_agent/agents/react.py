@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 from offline_agent.agents.base import EARLY_STOPPING, AgentCallbacks, AgentConfig, RunState, Strategy, call_key
 from offline_agent.agents.step_runner import STOP_SEQUENCES, TurnResult
-from offline_agent.answer_form import AnswerForm, answer_form
+from offline_agent.answer_form import AnswerForm
 from offline_agent.backends.base import Backend
 from offline_agent.details import GroundingDetails, RefusalDetails, ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
@@ -119,7 +119,7 @@ class ReActAgent(Strategy):
         return hashlib.sha256(f"{self.grammar.sha256}\0{self.final_grammar.sha256}".encode()).hexdigest()
 
     def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> LoopState:
-        form = answer_form(trajectory.question) if self.config.answer_form else None
+        form = self.new_form(trajectory.question)
         return LoopState(
             trajectory,
             deadline=deadline,
@@ -128,13 +128,6 @@ class ReActAgent(Strategy):
             grounding=self.new_grounding(trajectory, form),
             form=form,
         )
-
-    def new_grounding(self, trajectory: Trajectory, form: AnswerForm | None = None) -> Grounding | None:
-        """What a grounded run may answer from before its first step (None: the run is not grounded): the question
-        and yes/no, or with an answer form, what that form allows (a choice's options, yes/no, or nothing)."""
-        if not self.config.grounded:
-            return None
-        return form.grounding() if form is not None else Grounding([trajectory.question])
 
     # --- the loop ---------------------------------------------------------------------------------------------------
 
