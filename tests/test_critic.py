@@ -38,6 +38,26 @@ def verdict(sufficient: bool, answer: str = "", missing: str = "") -> str:
     return json.dumps({"sufficient": sufficient, "answer": answer, "missing": missing})
 
 
+def test_grounded_the_critics_answer_must_be_a_span_of_what_was_read(tiny_index) -> None:
+    # Grounded (the product's default), the critic's answer stands only where a Final could be it: "Krakow" was
+    # never read, so the verdict counts as not sufficient and the rounds go on; the model's own Final is then built
+    # from the Observations read (and the critic's "Warsaw" would have stood).
+    outputs = [
+        "Thought: Marie Curie first.\nAction: search[Marie Curie]\n",
+        facts(BORN),
+        verdict(True, answer="Krakow"),
+        "Thought: She was born in Warsaw.\nFinal: Warsaw",
+    ]
+    agent, backend = make_agent(tiny_index, outputs, grounded=True, answer_form=True)
+    trajectory = agent.run("Where was Marie Curie born?")
+    assert trajectory.stop_reason == "final" and trajectory.answer == "Warsaw" and len(trajectory.steps) == 2
+    critic = trajectory.steps[0].details.critic
+    assert critic.sufficient and critic.answer == "Krakow" and "not a span" in critic.note
+    assert trajectory.steps[1].details.grounding.sentences > 1  # the Observation was read
+    agent, _ = make_agent(tiny_index, [*outputs[:2], verdict(True, answer="Warsaw")], grounded=True, answer_form=True)
+    assert agent.run("Where was Marie Curie born?").answer == "Warsaw"
+
+
 def test_the_critic_stops_early_with_its_answer(tiny_index) -> None:
     agent, backend = make_agent(
         tiny_index,

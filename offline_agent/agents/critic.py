@@ -5,7 +5,9 @@ grammar-constrained JSON calls condense it:
 - extraction `{"useful", "facts"}`: up to four short facts from the Observation that bear on the question, added to
   the memory (normalised and deduplicated; only when `useful` is true);
 - critic `{"sufficient", "answer", "missing"}`: whether the memory answers the question. When it does (with a
-  non-empty answer) the run stops with the critic's answer, stop reason `final`.
+  non-empty answer) the run stops with the critic's answer, stop reason `final`. Grounded (the product's default),
+  the answer must also be one the step grammar's Final could be (a span of the Observations read, in the form the
+  question asks for, or yes/no where allowed); another counts as not sufficient, and the rounds go on.
 Otherwise the next step's prompt shows the question, the numbered facts, the calls already made and what is missing,
 in place of the Observations, and the model writes the next step under the usual step grammar (Thought, then Action
 or Final; Final only on the last round, as in ReActAgent). A Final the model writes itself is the answer.
@@ -148,8 +150,9 @@ class CriticAgent(ReActAgent):
 
     def new_state(self, trajectory: Trajectory, parts: PromptParts, deadline: float | None) -> CriticState:
         # No ReAct prefix and scratchpad: each round's prompt is rebuilt from the memory (step_prompt).
-        grounding = self.new_grounding(trajectory)
-        return CriticState(trajectory, deadline=deadline, parts=parts, grounding=grounding, head=parts.user)
+        form = self.new_form(trajectory.question)
+        grounding = self.new_grounding(trajectory, form)
+        return CriticState(trajectory, deadline=deadline, parts=parts, grounding=grounding, form=form, head=parts.user)
 
     def opening_action(self, state: LoopState) -> Action | None:
         """None: the rounds start from the memory; first_search is not used (the memory would not hold its facts)."""
@@ -165,6 +168,7 @@ class CriticAgent(ReActAgent):
     def after_observation(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
         """Condense the Observation into facts, and ask the critic whether they answer the question."""
         assert isinstance(state, CriticState) and step.action is not None
+        self.read_observation(state, record, observation)
         if step.action.render() not in state.memory.tried:  # a refused repeat is listed once
             state.memory.tried.append(step.action.render())
         started = time.monotonic()
@@ -216,11 +220,14 @@ class CriticAgent(ReActAgent):
         verdict: Critique = result.value
         answer = verdict.answer.strip()
         entry.sufficient, entry.answer, entry.missing = verdict.sufficient, verdict.answer, verdict.missing
-        if verdict.sufficient and answer:
+        grounded = state.grounding is None or state.grounding.accepts(answer)
+        if verdict.sufficient and answer and grounded:
             state.finish(answer)
             return
-        if verdict.sufficient:
+        if verdict.sufficient and not answer:
             entry.note = "sufficient with an empty answer: counted as not sufficient"
+        elif verdict.sufficient:
+            entry.note = "the answer is not a span of what was read: counted as not sufficient"
         state.memory.missing = verdict.missing.strip()
 
     # --- plumbing -------------------------------------------------------------------------------------------------

@@ -338,9 +338,14 @@ class ReActAgent(Strategy):
         """What happens once the tool has answered: a grounded run reads the Observation (unless the tool failed
         or found nothing, a Notice, or the answer form takes the answer from the question), and the step and its
         Observation join the scratchpad."""
+        self.read_observation(state, record, observation)
+        state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(record.index))
+
+    def read_observation(self, state: LoopState, record: StepRecord, observation: str) -> None:
+        """A grounded run reads the Observation: its spans may be the answer from now on (not when the tool failed
+        or found nothing, nor when the answer form takes the answer from the question)."""
         if state.grounding is not None and not record.tool_error and state.found and self.reads(state):
             state.grounding.add(observation)
-        state.scratchpad += scratchpad_entry(record.raw, observation, self.budget_note(record.index))
 
     def budget_note(self, index: int) -> str | None:
         """What the Observation of step `index` tells the model about the steps it has left (None: nothing)."""
