@@ -220,8 +220,7 @@ class CriticAgent(ReActAgent):
         verdict: Critique = result.value
         answer = verdict.answer.strip()
         entry.sufficient, entry.answer, entry.missing = verdict.sufficient, verdict.answer, verdict.missing
-        grounded = state.grounding is None or state.grounding.accepts(answer)
-        if verdict.sufficient and answer and grounded:
+        if verdict.sufficient and answer and (state.grounding is None or state.grounding.accepts(answer)):
             state.finish(answer)
             return
         if verdict.sufficient and not answer:
