@@ -178,8 +178,8 @@ class Grounding:
         """What the excluded answers take out of the automaton as it is now: the edge of each one's last token
         and of every word that extends it (`cut`), and the edges of its other tokens, which may not end a span
         (`through`); case aside (the model wrote "Magazine" from another sentence after "magazine" was refused),
-        after an article too, and with the first token written with or without a space before it. Empty when that
-        would leave no answer."""
+        after an article too, and with the first token written with or without a space before it; and a yes or no
+        read that is not an answer now (`_yes_no_read`). Empty when that would leave no answer."""
         edges = _Edges()
         for symbols in [*self._excluded, *self._with_articles()]:
             frontier = {0}
@@ -197,9 +197,21 @@ class Grounding:
                                 edges.through.add((state, candidate))
                             reached.add(target)
                 frontier = reached
+        self._yes_no_read(edges)
         if edges and not self.yes_no and not self._alternatives_left(edges):
             return _Edges()
         return edges
+
+    def _yes_no_read(self, edges: _Edges) -> None:
+        """A yes or no that is not an answer now (an open question's, or one refused) may begin a span but not be
+        one, though a sentence read has the word ("There is currently no New Zealand championship"): the answer
+        form's rule holds for a word read as for one written."""
+        allowed = self.yes_no_words()
+        for word in YES_NO:
+            for spaced in (False, True):
+                symbol = _Symbol(word, spaced, True)
+                if word not in allowed and symbol in self._states[0].next:
+                    edges.through.add((0, symbol))
 
     def _with_articles(self) -> list[list[_Symbol]]:
         """Each excluded answer that does not begin with an article, after one ("The America East Conference"
@@ -287,8 +299,8 @@ class Grounding:
         """True if `answer` is a span of one sentence read so far (starting and ending on a word), or yes/no when
         those are allowed."""
         answer = answer.strip()
-        if answer in YES_NO:
-            return answer in self.yes_no_words()
+        if answer in self.yes_no_words():
+            return True
         return self._accepts(answer, self._edges())
 
     def _accepts(self, answer: str, edges: _Edges) -> bool:
@@ -439,8 +451,8 @@ def _literal(text: str) -> str:
 
 @dataclass
 class _Edges:
-    """Edges of the automaton that excluded answers take out: `cut` (never taken) and `through` (taken only if
-    the span goes on after them)."""
+    """Edges of the automaton that excluded answers (and a yes or no not allowed) take out: `cut` (never taken)
+    and `through` (taken only if the span goes on after them)."""
 
     cut: set[tuple[int, _Symbol]] = field(default_factory=set)
     through: set[tuple[int, _Symbol]] = field(default_factory=set)

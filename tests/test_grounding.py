@@ -244,6 +244,22 @@ def test_an_exclusion_that_would_leave_no_answer_is_ignored() -> None:
     assert GbnfChecker(build_grammar(SPEC, grounding).gbnf).accepts("Thought: x\nFinal: Mount Kilimanjaro\n")
 
 
+def test_a_yes_or_no_that_is_not_an_answer_is_not_one_where_it_was_read_either() -> None:
+    # knowagent's run on "D1NZ is a series based on what oversteering technique?" read this sentence, and the
+    # grammar let it write "no" as a span, which the parser then refused: the run ended in a format error
+    read = ["D1NZ is a production car drifting series in New Zealand.", "No championship runs there. Yes, it does."]
+    for grounding in (Grounding(read, yes_no=False), Grounding(read)):
+        grounding.exclude("no")  # on an open question neither word is an answer; on a yes/no one, "no" was refused
+        grammar = build_grammar(SPEC, grounding)
+        deciders = (grounding, GbnfChecker(grammar.gbnf), _LarkChecker(grammar.llguidance))
+        for answer in ("no", "No"):
+            assert_deciders_say(deciders, answer, False)
+        for answer in ("No championship", "no championship", "New Zealand", "drifting series"):
+            assert_deciders_say(deciders, answer, answer != "no championship")  # spans as they were read
+        assert_deciders_say(deciders, "Yes", grounding.yes_no)
+    assert Grounding(read).accepts("no") and Grounding(read).accepts("Yes")
+
+
 def test_answers_that_are_not_spans_are_never_excluded_and_yes_no_only_one_at_a_time() -> None:
     grounding = Grounding(EVIDENCE)
     for answer in ("", "  ", ", Ireland"):
