@@ -207,10 +207,9 @@ class Grounding:
         one, though a sentence read has the word ("There is currently no New Zealand championship"): the answer
         form's rule holds for a word read as for one written."""
         allowed = self.yes_no_words()
-        for word in YES_NO:
-            for spaced in (False, True):
-                symbol = _Symbol(word, spaced, True)
-                if word not in allowed and symbol in self._states[0].next:
+        for word in (word for word in YES_NO if word not in allowed):
+            for symbol in (_Symbol(word, False, True), _Symbol(word, True, True)):
+                if symbol in self._states[0].next:
                     edges.through.add((0, symbol))
 
     def _with_articles(self) -> list[list[_Symbol]]:
@@ -224,11 +223,13 @@ class Grounding:
         ]
 
     def _alternatives_left(self, edges: _Edges) -> bool:
+        """Whether any answer is left past `edges`. A first word they leave untouched is one, alone; only when
+        every first word is cut or must go on does it take the walk over all states (`_alive`)."""
+        firsts = [(s, target) for s, target in self._states[0].next.items() if isinstance(s, _Symbol) and s.is_word]
+        if any(edges.may_end(0, symbol, target, set()) for symbol, target in firsts):
+            return True
         alive = self._alive(edges)
-        return any(
-            isinstance(symbol, _Symbol) and symbol.is_word and edges.may_end(0, symbol, target, alive)
-            for symbol, target in self._states[0].next.items()
-        )
+        return any(edges.may_end(0, symbol, target, alive) for symbol, target in firsts)
 
     def spans(self, fits: Callable[[str], bool], most: int) -> list[str]:
         """The answers of at most `most` tokens that `fits` accepts and this grounding does (exclusions honoured),
