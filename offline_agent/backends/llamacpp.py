@@ -256,9 +256,14 @@ class LlamaCppBackend:
     @property
     def _identity(self) -> tuple[object, ...]:
         """What a saved cache depends on besides its tokens."""
+        return (*self._model_identity, self.context_size, self.gpu_layers, *self._cache_settings)
+
+    @property
+    def _model_identity(self) -> tuple[object, ...]:
+        """The model file (its sha256, else its path, size and time) and the llama.cpp that reads it."""
         stat = self.path.stat()
         model = self.sha256 or f"{self.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-        return (model, self._llama_cpp.__version__, self.context_size, self.gpu_layers, *self._cache_settings)
+        return (model, self._llama_cpp.__version__)
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> LlamaCppBackend:
@@ -375,7 +380,9 @@ class LlamaCppBackend:
                 if self._guide is None:
                     check = self.grammar_engine == "llama.cpp-check"
                     self._guide = (
-                        LlamaGrammarCache(self.llm, self._llama_cpp) if check else GrammarCache.from_llama(self.llm)
+                        LlamaGrammarCache(self.llm, self._llama_cpp)
+                        if check
+                        else GrammarCache.from_llama(self.llm, self._model_identity)
                     )
                 matcher = self._guide.matcher(grammar)
                 stream.compile_s = getattr(self._guide, "last_compile_s", 0.0)

@@ -44,11 +44,21 @@ def state_key(identity: Sequence[object], tokens: Sequence[int]) -> str:
 
 def read_state(path: Path, tokens: Sequence[int]) -> bytes | None:
     """The saved state for exactly `tokens`, or None (missing, damaged: a damaged file is removed)."""
+    return read_checked(path, _MAGIC + _token_line(tokens))
+
+
+def write_state(path: Path, tokens: Sequence[int], state: bytes) -> None:
+    """Save `state` for `tokens` (write_checked)."""
+    write_checked(path, _MAGIC + _token_line(tokens), state)
+
+
+def read_checked(path: Path, header: bytes) -> bytes | None:
+    """The body of a file `write_checked` wrote with `header`, or None: missing, another header, or a body whose
+    checksum does not match (a damaged file is removed)."""
     try:
         data = path.read_bytes()
     except OSError:
         return None
-    header = _MAGIC + _token_line(tokens)
     body = data[len(header) + 65 :]
     checksum = data[len(header) : len(header) + 64]
     if not data.startswith(header) or hashlib.sha256(body).hexdigest().encode() != checksum:
@@ -60,30 +70,31 @@ def read_state(path: Path, tokens: Sequence[int]) -> bytes | None:
     return body
 
 
-def write_state(path: Path, tokens: Sequence[int], state: bytes) -> None:
-    """Save `state` atomically, then prune the folder to the newest KEEP files; a full disk only skips the save."""
+def write_checked(path: Path, header: bytes, body: bytes) -> None:
+    """Write `header`, the sha256 of `body` and `body` atomically (a temporary file renamed), then prune the folder
+    to the newest KEEP files of the same suffix; a full disk only skips the save."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(handle, "wb") as out:
-                out.write(_MAGIC + _token_line(tokens) + hashlib.sha256(state).hexdigest().encode() + b"\n" + state)
+                out.write(header + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
             os.replace(temporary, path)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
     except OSError:
-        return  # the cache is an optimisation: without room for it the prefix is simply evaluated next time
-    _prune(path.parent)
+        return  # the cache is an optimisation: without room for it the work is simply done again next time
+    _prune(path.parent, path.suffix)
 
 
 def _token_line(tokens: Sequence[int]) -> bytes:
     return hashlib.sha256(b",".join(str(t).encode() for t in tokens)).hexdigest().encode() + b"\n"
 
 
-def _prune(folder: Path) -> None:
+def _prune(folder: Path, suffix: str) -> None:
     try:
-        files = sorted(folder.glob("*.kv"), key=lambda p: p.stat().st_mtime, reverse=True)
+        files = sorted(folder.glob(f"*{suffix}"), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return
     for stale in files[KEEP:]:
