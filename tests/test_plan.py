@@ -11,6 +11,7 @@ from offline_agent.agents import AgentCallbacks, AgentConfig
 from offline_agent.agents.plan import PlanAgent, follow_up_rule, plan_model
 from offline_agent.backends import ScriptedBackend
 from offline_agent.details import PlannedCall
+from offline_agent.eval.scoring import answer_check_fields
 from offline_agent.grammar import GbnfChecker
 from offline_agent.steps import Completion, Turn
 from offline_agent.tools import build_tools
@@ -63,6 +64,12 @@ def test_a_grounded_answer_comes_from_the_evidence(tiny_index) -> None:
     assert checker.accepts("Final: Warsaw") and checker.accepts("Final: Marie Curie")
     assert not checker.accepts("Final: Krakow") and not checker.accepts("Final: No")
     assert not checker.accepts("Final: zzzqqq")  # from the Notice of the search that found nothing
+    # What the grammar was built from and its cost are recorded, as a ReAct step's are, so eval's rows have them.
+    respond = trajectory.steps[-1]
+    assert respond.details.grounding.sentences > 0 and respond.details.grounding.refused == 0
+    fields = answer_check_fields(trajectory.steps)
+    assert fields["grounding_build_s"] == [respond.details.grounding.build_s]
+    assert len(fields["grounding_compile_s"]) == 1
     agent, _ = make_agent(tiny_index, outputs[:2] + ["Final: Krakow"], grounded=True, answer_form=True)
     trajectory = agent.run("Where was Marie Curie born?")
     assert trajectory.stop_reason == "error" and "not a span of anything read" in (trajectory.error or "")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -33,9 +34,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState, Strategy, call_key
+from offline_agent.agents.react import refused_in_final
 from offline_agent.agents.step_runner import JsonCall
 from offline_agent.backends.base import Backend
-from offline_agent.details import CallResult, PlanDetails, PlannedCall, ToolDetails
+from offline_agent.details import CallResult, GroundingDetails, PlanDetails, PlannedCall, ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
@@ -274,9 +276,12 @@ class PlanAgent(Strategy):
 
     def _respond(self, state: PlanState) -> None:
         user = self._user(state, prompt_text("plan_respond.txt").strip())
-        record, _ = self._record(state, "respond")
+        record, details = self._record(state, "respond")
         record.final_only = True
+        started = time.monotonic()
         grammar, parser, grounding = self._respond_grammar(state)
+        if grounding is not None:  # the grammar's cost is in eval's rows, as a ReAct step's is
+            details.grounding = GroundingDetails(len(grounding), round(time.monotonic() - started, 4))
         turn = self.runner.step(
             state,
             record,
@@ -292,6 +297,8 @@ class PlanAgent(Strategy):
         if turn.value is not None:
             record.final = turn.value.final
             state.finish(turn.value.final)
+            if details.grounding is not None:
+                details.grounding.refused = refused_in_final(record.raw, turn.last_rejections)
         self.step_done(record)
 
     def _respond_grammar(self, state: PlanState) -> tuple[StepGrammar, StepParser, Grounding | None]:

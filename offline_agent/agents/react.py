@@ -192,7 +192,7 @@ class ReActAgent(Strategy):
             if grounded and turn.value is not None and turn.value.is_final:
                 details = self.details(record)
                 assert details.grounding is not None
-                details.grounding.refused = _refused_in_final(record.raw, turn.last_rejections)
+                details.grounding.refused = refused_in_final(record.raw, turn.last_rejections)
             step = self.review_step(state, record, turn.value)
             trajectory.steps.append(record)
             if step is None:
@@ -404,7 +404,7 @@ class ReActAgent(Strategy):
         return record.observation
 
 
-def _refused_in_final(raw: str, rejections: Sequence[tuple[int, str]]) -> int:
+def refused_in_final(raw: str, rejections: Sequence[tuple[int, str]]) -> int:
     """How often the grammar refused the model's first choice inside the Final answer (grounding at work)."""
     start = raw.find("Final: ")
     if start < 0:
