@@ -85,13 +85,12 @@ def main() -> None:
     print(f"| tokenizer, llguidance's builder | {theirs:.3f} | 1.00x |")
     print(f"| tokenizer, table from llama.cpp | {ours_cold:.3f} | {theirs / ours_cold:.2f}x |")
     print(f"| tokenizer, saved table | {ours_saved:.3f} | {theirs / ours_saved:.2f}x |")
-    del backend, llm
 
     if args.asks:
         command = [sys.executable, "-m", "offline_agent.cli", "ask", "-q", "--json", QUESTION]
         if args.model:
             command += ["--model", args.model]
-        print(f"\n`ask` on make run's question, {args.asks} runs (the saved prefix and table in place after the first):")
+        print(f"\n`ask` on make run's question, {args.asks} runs (the saved prefix and table already in place):")
         print("| run | answer | steps | agent s | first step's prompt s | wall s |")
         print("|---|---|---|---|---|---|")
         subprocess.run(command, capture_output=True, check=False)  # writes what later runs read
