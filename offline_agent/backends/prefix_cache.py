@@ -11,6 +11,9 @@ of all of them, under `$OFFLINE_AGENT_HOME/cache/prefix`: a header (format, the 
 the state) and the state as llama.cpp wrote it. It is written to a temporary file and renamed, so a reader sees a
 whole file or none; one whose header or checksum does not match, or that llama.cpp refuses, is deleted and the
 prefix is evaluated as if there were none. The folder keeps the newest KEEP files.
+
+`read_checked` and `write_checked` are that file handling for any body; the saved token tables use them too
+(backends/token_table.py).
 """
 
 from __future__ import annotations

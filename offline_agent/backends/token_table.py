@@ -4,10 +4,11 @@ Why: llguidance's tokenizer for a llama.cpp model is built from the bytes of eve
 one call per token (and one more for its attributes): 0.3-0.4 s for the default model's 151,936 tokens, spent by
 every `ask` before its first token. Read back from a file it takes about 10 ms.
 
-The table is one file per (model file, llama.cpp version, vocabulary size) under `$OFFLINE_AGENT_HOME/cache/tokens`,
-written and checked like the saved prefixes (prefix_cache.write_checked: atomic, a sha256 of the body, a damaged
-file removed and the table read from llama.cpp again). Special tokens (control tokens, and user-defined ones written
-like `<...>`) start with the byte 0xff, llguidance's mark for a token no text can produce.
+The table is one file per model file and llama.cpp version under `$OFFLINE_AGENT_HOME/cache/tokens`, written and
+checked like the saved prefixes (prefix_cache.write_checked: atomic, a sha256 of the body; a damaged file, or a table
+whose length is not the vocabulary's, is read from llama.cpp again and written anew). Special tokens (control
+tokens, and user-defined ones written like `<...>`) start with the byte 0xff, llguidance's mark for a token no text
+can produce.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import struct
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,20 +54,18 @@ def read_vocabulary(llama_cpp: Any, vocab: Any) -> list[bytes]:
     control = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
     user_defined = llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
     tokens: list[bytes] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+    for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+        n = llama_cpp.llama_token_to_piece(vocab, token, buffer, size, 0, True)
+        if n < 0:  # longer than the buffer: -n is the length it needs
+            buffer = ctypes.create_string_buffer(-n)
+            size = -n
             n = llama_cpp.llama_token_to_piece(vocab, token, buffer, size, 0, True)
-            if n < 0:  # longer than the buffer: -n is the length it needs
-                buffer = ctypes.create_string_buffer(-n)
-                size = -n
-                n = llama_cpp.llama_token_to_piece(vocab, token, buffer, size, 0, True)
-            text = buffer.raw[:n]
-            attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
-            looks_special = text.startswith(b"<") and text.endswith(b">")
-            if attributes & control or (attributes & user_defined and looks_special):
-                text = _SPECIAL + text
-            tokens.append(text)
+        text = buffer.raw[:n]
+        attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
+        looks_special = text.startswith(b"<") and text.endswith(b">")
+        if attributes & control or (attributes & user_defined and looks_special):
+            text = _SPECIAL + text
+        tokens.append(text)
     return tokens
 
 
