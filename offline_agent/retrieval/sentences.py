@@ -100,9 +100,14 @@ def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | 
         chunks.append((units[i][0], units[j - 1][1]))
         if j >= len(units):
             break
-        # Step back over whole trailing units while they fit in the overlap, but always make progress.
+        # Step back over whole trailing units while they fit in the overlap, but always make progress: the next
+        # passage must still have room for unit j, the first one this passage left out (else it would end where
+        # this one ends, a passage inside this one).
         back, k = 0, j
         while k - 1 > i and back + units[k - 1][2] <= overlap:
+            room = back + units[k - 1][2] + units[j][2] <= size and units[j][1] - units[k - 1][0] <= max_chars
+            if not room:
+                break
             back += units[k - 1][2]
             k -= 1
         i = k
