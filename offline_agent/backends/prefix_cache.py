@@ -24,6 +24,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 KEEP = 16
 MIN_TOKENS = 64  # a shorter prefix is cheaper to evaluate than to look up
@@ -38,11 +39,21 @@ def cache_folder() -> Path:
 
 def state_key(identity: Sequence[object], tokens: Sequence[int]) -> str:
     """The file name of the saved cache of `tokens` for a model and context described by `identity`."""
+    digest = _identity_digest(identity)
+    digest.update(b",".join(str(t).encode() for t in tokens))
+    return digest.hexdigest()[:32] + ".kv"
+
+
+def identity_hash(identity: Sequence[object]) -> str:
+    """The sha256 (hex) of what a saved file depends on, `identity`, as `state_key` starts it."""
+    return _identity_digest(identity).hexdigest()
+
+
+def _identity_digest(identity: Sequence[object]) -> Any:
     digest = hashlib.sha256()
     for part in identity:
         digest.update(repr(part).encode("utf-8") + b"\0")
-    digest.update(b",".join(str(t).encode() for t in tokens))
-    return digest.hexdigest()[:32] + ".kv"
+    return digest
 
 
 def read_state(path: Path, tokens: Sequence[int]) -> bytes | None:

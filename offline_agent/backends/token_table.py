@@ -14,7 +14,6 @@ can produce.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,8 +36,9 @@ def token_table(llama_cpp: Any, vocab: Any, identity: Sequence[object] | None) -
     model file is) when there is one, else from llama.cpp, then saved. `identity` None: not saved."""
     if identity is None:
         return read_vocabulary(llama_cpp, vocab)
-    path = cache_folder() / _key(identity)
-    header = _MAGIC + hashlib.sha256(repr(tuple(identity)).encode("utf-8")).hexdigest().encode() + b"\n"
+    key = prefix_cache.identity_hash(identity)
+    path = cache_folder() / f"{key[:32]}.tokens"
+    header = _MAGIC + key.encode() + b"\n"
     body = prefix_cache.read_checked(path, header)
     tokens = _unpack(body) if body is not None else None
     if tokens is None or len(tokens) != llama_cpp.llama_vocab_n_tokens(vocab):
@@ -67,13 +67,6 @@ def read_vocabulary(llama_cpp: Any, vocab: Any) -> list[bytes]:
             text = _SPECIAL + text
         tokens.append(text)
     return tokens
-
-
-def _key(identity: Sequence[object]) -> str:
-    digest = hashlib.sha256()
-    for part in identity:
-        digest.update(repr(part).encode("utf-8") + b"\0")
-    return digest.hexdigest()[:32] + ".tokens"
 
 
 def _pack(tokens: list[bytes]) -> bytes:
