@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offline_agent.retrieval.formats import SUPPORTED_EXTENSIONS, Fields, SkipFile, read_document_file
 from offline_agent.retrieval.passages import Passage
+from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
 from offline_agent.retrieval.sentences import chunk_spans
 
 DEFAULT_MAX_FILE_BYTES = 256 << 20
@@ -164,7 +164,7 @@ def _walk_one(
     if key in seen_files:
         return  # the same file reached twice through symlinks: index it once
     seen_files.add(key)
-    if not explicit and path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+    if not explicit and path.suffix.lower() not in supported_extensions():
         skipped.append((str(path), f"unsupported file type {path.suffix.lower()}"))
         return
     entries.append(FileEntry(path, doc_id_for(path), st.st_size, st.st_mtime_ns))

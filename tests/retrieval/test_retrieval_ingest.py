@@ -137,7 +137,7 @@ def test_pdf_without_pypdf_is_skipped_with_a_note(tmp_path: Path, monkeypatch: p
     (tmp_path / "paper.pdf").write_bytes(_minimal_pdf("Hello"))
     (tmp_path / "note.txt").write_text("some text")
     ingested = ingest_paths(tmp_path)
-    assert _reasons(ingested) == {"paper.pdf": "PDF support needs pypdf (pip install pypdf)"}
+    assert _reasons(ingested) == {"paper.pdf": "PDF needs pypdf (pip install 'offline-agent[pdf]')"}
 
 
 def test_bad_inputs_are_skipped_with_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
