@@ -700,7 +700,7 @@ def in_question(answer: str, question: str) -> bool:
     slashes may also part words; a long word may differ by a letter, `_near`); not when it is a name that ends in
     the kind of thing the question asks for and is written right after its which/what: "Hawaii County" answers
     "... is in what Hawaii county?" (but "Gator Country" is in "What Gator Country guitarist ...?")."""
-    from offline_agent.eval.metrics import normalize_answer
+    from offline_agent.normalize import normalize_answer
 
     if _names_the_kind_asked(answer.strip(), question):
         return False

@@ -32,7 +32,7 @@ SEED_STRIDE = 1000
 
 def vote(answers: Sequence[str | None]) -> tuple[int | None, dict[str, int]]:
     """(index of the winning run, votes per normalised answer); None when no run answered."""
-    from offline_agent.eval.metrics import normalize_answer
+    from offline_agent.normalize import normalize_answer
 
     keys = [normalize_answer(answer) if answer is not None else None for answer in answers]
     counts = Counter(key for key in keys if key is not None)

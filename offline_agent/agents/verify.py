@@ -347,7 +347,7 @@ class VerifyAgent(ReActAgent):
 
     def _check(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
         assert step.final is not None
-        from offline_agent.eval.metrics import normalize_answer
+        from offline_agent.normalize import normalize_answer
 
         refusals = _refusals(state.trajectory.steps)
         answer = step.final
@@ -671,7 +671,7 @@ class VerifyAgent(ReActAgent):
     def _compare(self, record: StepRecord, answer: str, question: str) -> str | None:
         """The `compare` check: refuse the option of a comparing question whose number loses, by the numbers its
         and the other option's documents give (`_measured`)."""
-        from offline_agent.eval.metrics import normalize_answer
+        from offline_agent.normalize import normalize_answer
 
         how = comparison(question)
         if how is None:
@@ -730,7 +730,7 @@ class VerifyAgent(ReActAgent):
         """The `sides` and `same` checks of an answer to a question about two things: a yes/no question's two
         subjects (answer_form.paired_subjects), or a choice's two options; each found by the first document its
         part of the question names (through the search tool's `named_document`)."""
-        from offline_agent.eval.metrics import normalize_answer
+        from offline_agent.normalize import normalize_answer
 
         given = normalize_answer(answer)
         pair = paired_subjects(question)
@@ -851,7 +851,7 @@ class VerifyAgent(ReActAgent):
         its spans), then whether the two are the same X: equal as answers, or the model's "same" or "different"
         on the two (SAME_JUDGE_SYSTEM, SAME_JUDGE_USER). Dev200 #156 read "British" and "Canadian" side by side
         and answered yes; read one at a time, each is one short answer, and comparing two is all that is left."""
-        from offline_agent.eval.metrics import normalize_answer
+        from offline_agent.normalize import normalize_answer
         from offline_agent.tools.titles import bare_title
 
         asked = same_what(question)

@@ -6,19 +6,11 @@ official script, when either side normalises to "yes", "no" or "noanswer", F1 is
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
+from offline_agent.normalize import normalize_answer
+
 _SPECIAL = ("yes", "no", "noanswer")
-
-
-def normalize_answer(text: str) -> str:
-    """Lowercase, strip punctuation and articles, collapse whitespace."""
-    text = text.lower().translate(_PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def exact_match(prediction: str | None, gold: str) -> float:
