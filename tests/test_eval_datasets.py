@@ -76,6 +76,34 @@ def test_numbers_as_answers_and_blank_lines(tmp_path: Path) -> None:
     assert (record.id, record.answer, record.supporting_titles) == ("1", "18", ())
 
 
+def test_answer_variants_are_read_with_the_answer_first(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "a", "question": "How many slots?", "answer": "three connections", "answers": ["three", "3"]},
+        {"id": "b", "question": "Which mode?", "answer": "0777", "answers": ["0777"]},
+        {"id": "c", "question": "Who?", "answer": "Ada"},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    records = load_dataset(path).records
+    assert [record.answers for record in records] == [("three connections", "three", "3"), ("0777",), ("Ada",)]
+
+
+def test_an_answer_scores_against_its_best_variant() -> None:
+    from offline_agent.eval.datasets import QARecord
+    from offline_agent.eval.scoring import result_row
+    from offline_agent.steps import Trajectory
+
+    record = QARecord(id="a", question="q", answer="three connections", answers=("three connections", "three"))
+    scored = {
+        answer: (row["em"], row["f1"])
+        for answer in ("three", "Three connections", "three slots", "four")
+        for row in [result_row(record, Trajectory(question="q", steps=[], answer=answer, stop_reason="final"))]
+    }
+    assert scored["three"] == (1.0, 1.0) and scored["Three connections"] == (1.0, 1.0)
+    assert scored["three slots"][0] == 0.0 and scored["three slots"][1] == pytest.approx(2 / 3)
+    assert scored["four"] == (0.0, 0.0)
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -93,6 +121,8 @@ def test_numbers_as_answers_and_blank_lines(tmp_path: Path) -> None:
         ("[1, 2]", "record 1 is not a JSON object"),
         ('{"id": "a", "question": "q", "answer": "x", "supporting_titles": "A"}\n', "must be a list of strings"),
         ('[{"_id": "a", "question": "q", "answer": "x", "context": [["T"]]}]', "context must be a list"),
+        ('{"id": "a", "question": "q", "answer": "x", "answers": "x"}\n', "answers must be a list of non-empty"),
+        ('{"id": "a", "question": "q", "answer": "x", "answers": ["x", ""]}\n', "answers must be a list of non-empty"),
     ],
 )
 def test_bad_datasets(tmp_path: Path, content: str, message: str) -> None:

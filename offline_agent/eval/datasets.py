@@ -3,8 +3,9 @@
 Two formats, told apart by content (not by file name):
 - HotpotQA JSON (as `hotpot_dev_distractor_v1.json`): a list of records with `_id`, `question`, `answer`,
   `type`, `level`, `supporting_facts` ([title, sentence index] pairs) and `context` ([title, sentences] pairs);
-- JSONL, one record a line: `{id, question, answer[, supporting_titles][, type][, level]}` (the sample
-  questions of corpora/sample). A JSON list of such records is read the same way.
+- JSONL, one record a line: `{id, question, answer[, answers][, supporting_titles][, type][, level]}` (the sample
+  questions of corpora/sample). `answers` lists every accepted variant of the answer (the answer among them or
+  not); an answer is scored against its best-matching variant. A JSON list of such records is read the same way.
 
 Every record needs an id (resume matches on it), a question and an answer; ids must be unique. Anything else is
 refused with a DatasetError naming the file and the record, before a model is loaded. The file's sha256 is
@@ -39,11 +40,13 @@ class Paragraph:
 
 @dataclass(frozen=True)
 class QARecord:
-    """One question with its gold answer, and what the dataset says about it (support, type, level, context)."""
+    """One question with its gold answer (and every accepted variant of it, the answer first), and what the dataset
+    says about it (support, type, level, context)."""
 
     id: str
     question: str
     answer: str
+    answers: tuple[str, ...] = ()
     supporting_titles: tuple[str, ...] = ()
     type: str | None = None
     level: str | None = None
@@ -171,6 +174,7 @@ def _record(path: Path, where: str, row: Any) -> QARecord:
         answer = str(answer)
     if not isinstance(answer, str) or not answer.strip():
         raise DatasetError(f"{path}: {where} (id {rid!r}) has no answer")
+    answers = _variants(path, where, rid, answer.strip(), row.get("answers"))
     context = _context(path, where, row.get("context"))
     facts = _facts(path, where, row["supporting_facts"]) if row.get("supporting_facts") is not None else ()
     supporting = row.get("supporting_titles")
@@ -184,12 +188,22 @@ def _record(path: Path, where: str, row: Any) -> QARecord:
         id=str(rid),
         question=question.strip(),
         answer=answer.strip(),
+        answers=answers,
         supporting_titles=tuple(dict.fromkeys(supporting or ())),
         type=_optional_text(row.get("type")),
         level=_optional_text(row.get("level")),
         context=context,
         supporting_facts=facts,
     )
+
+
+def _variants(path: Path, where: str, rid: Any, answer: str, answers: Any) -> tuple[str, ...]:
+    """The accepted answers of a record: its answer, then the other variants `answers` lists (None: none)."""
+    if answers is None:
+        return (answer,)
+    if not isinstance(answers, list) or not all(isinstance(variant, str) and variant.strip() for variant in answers):
+        raise DatasetError(f"{path}: {where} (id {rid!r}): answers must be a list of non-empty strings")
+    return tuple(dict.fromkeys([answer, *(variant.strip() for variant in answers)]))
 
 
 def _context(path: Path, where: str, context: Any) -> tuple[Paragraph, ...]:
