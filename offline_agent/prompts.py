@@ -36,6 +36,25 @@ def prompt_text(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+@lru_cache(maxsize=8)
+def prompt_table(name: str, family: str) -> dict[str, str]:
+    """One table of a TOML prompt file shipped with the package (`answer_checks.toml`'s "kinds", say): its texts
+    by key. A missing file or table is a ConfigError naming it."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    path = _PROMPT_DIR / name
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read the prompt file {name}: {exc}") from None
+    if not isinstance(table.get(family), dict):
+        raise ConfigError(f"the prompt file {name} has no table [{family}]; it has {sorted(table)}")
+    return table[family]
+
+
 def describe_tools(tools: Sequence[Any]) -> str:
     """One line per tool: how to call it, and what it does."""
     lines = []

@@ -112,7 +112,8 @@ def test_a_place_lookup_finds_a_title_with_a_region_only_where_no_title_is_the_n
         "Zelazowa Wola is a village in Sochaczew County in central Poland."
     )
     shown = tool.open_named("Zelazowa Wola", place=True)
-    assert shown is not None and shown.startswith("[1] Zelazowa Wola, Masovian Voivodeship: ")
+    assert shown is not None and shown.text.startswith("[1] Zelazowa Wola, Masovian Voivodeship: ")
+    assert shown.titles == ["Zelazowa Wola, Masovian Voivodeship"]
 
 
 def test_a_search_shows_the_documents_its_passages_name(linked_index) -> None:
@@ -174,8 +175,9 @@ def test_sentence_snippets_keep_the_first_and_the_sentence_that_weighs_most(link
 def test_open_named_shows_the_document_an_answer_names(linked_index) -> None:
     tool = search_tool(linked_index, k=3)
     shown = tool.open_named("Shirley Temple")
-    assert shown is not None and shown.startswith("[1] Shirley Temple: ")
-    assert tool.last_details["titles"] == ["Shirley Temple"]
+    assert shown is not None and shown.text.startswith("[1] Shirley Temple: ")
+    assert shown.titles == tool.last_details["titles"] == ["Shirley Temple"]
+    assert shown.ids == tool.last_details["ids"] and shown.scores == [None]
     assert tool.open_named("Shirley Temple", exclude={"Shirley Temple"}) is None
     assert tool.open_named("Nobody Known") is None
 
@@ -184,10 +186,10 @@ def test_open_found_shows_what_a_search_for_a_whole_text_finds_less_what_was_rea
     tool = search_tool(linked_index, k=2)
     question = "What government position was held by Shirley Temple as an adult?"
     shown = tool.open_found(question)
-    assert shown is not None and shown.startswith("[1] Shirley Temple: ")
-    assert tool.last_details["titles"][0] == "Shirley Temple"
+    assert shown is not None and shown.text.startswith("[1] Shirley Temple: ")
+    assert shown.titles[0] == "Shirley Temple" and all(score is not None for score in shown.scores)
     others = tool.open_found(question, exclude={"Shirley Temple"})
-    assert others is not None and "Shirley Temple:" not in others  # the documents the run has read are left out
+    assert others is not None and "Shirley Temple:" not in others.text  # the documents the run has read are left out
     every = {"Kiss and Tell (1945 film)", "Shirley Temple", "Richard Wallace (director)", "forum", "Tell"}
     assert tool.open_found(question, exclude=every) is None
 

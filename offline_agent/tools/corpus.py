@@ -21,6 +21,7 @@ from typing import Any
 
 from offline_agent.errors import ToolError
 from offline_agent.tools.base import Notice
+from offline_agent.tools.documents import Shown
 from offline_agent.tools.titles import TitleTable, bare_title, title_table
 
 SEARCH_K = 3
@@ -111,7 +112,8 @@ class _ThreadDetails:
 
 
 class SearchTool(_ThreadDetails):
-    """`search[query]`: the top passages of the corpus for a few keywords."""
+    """`search[query]`: the top passages of the corpus for a few keywords. It is also the run's
+    `documents.DocumentSource`: the answer checks look documents up through it."""
 
     name = "search"
     description = "finds the passages of the corpus that best match a few keywords (an entity or a topic)"
@@ -148,11 +150,10 @@ class SearchTool(_ThreadDetails):
 
     def open_named(
         self, name: str, exclude: set[str] | frozenset[str] = frozenset(), place: bool = False
-    ) -> str | None:
-        """The Observation of the documents titled `name` exactly (a qualifier aside, as "Kiss and Tell" names
-        "Kiss and Tell (1945 film)"; with `place`, a region too where no title is `name`: "McLean, Virginia" for
-        "McLean"), shown as a search for `name` shows passages; None when no document but those titled in
-        `exclude` has that title."""
+    ) -> Shown | None:
+        """The documents titled `name` exactly (a qualifier aside, as "Kiss and Tell" names "Kiss and Tell (1945
+        film)"; with `place`, a region too where no title is `name`: "McLean, Virginia" for "McLean"), shown as a
+        search for `name` shows passages; None when no document but those titled in `exclude` has that title."""
         name = name.strip()
         found = [(pid, title) for pid, title in self.session.titles().named(name, place) if title not in exclude]
         return self._show_documents(name, found)
@@ -191,30 +192,35 @@ class SearchTool(_ThreadDetails):
         pid, title = min(same, key=lambda item: (item[1] not in prefer, item[1] != name))
         return title, _clip(self.session.index.passage(pid).text, PASSAGE_CHARS)
 
-    def open_found(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
-        """The Observation of the passages a search for `text` ranks highest (up to k, BM25 over all of its words:
-        a whole question, say), those of documents titled in `exclude` left out, shown as a search shows them;
-        None when every passage found is excluded."""
+    def open_found(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> Shown | None:
+        """The passages a search for `text` ranks highest (up to k, BM25 over all of its words: a whole question,
+        say), those of documents titled in `exclude` left out, shown as a search shows them; None when every
+        passage found is excluded."""
         session = self.session
         result = session.index.search(text, k=session.settings.k + len(exclude))
         kept = [(p, s) for p, s in zip(result.passages, result.scores, strict=True) if p.title not in exclude]
         kept = kept[: session.settings.k]
         if not kept:
             return None
-        return self._show(text, [p for p, _ in kept], [s for _, s in kept], [])
+        return self._shown(self._show(text, [p for p, _ in kept], [s for _, s in kept], []))
 
-    def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
-        """The Observation of the documents `text` names (titles.TitleTable.mentions: their bare title written in
-        it), up to k, those titled in `exclude` left out; None when it names no other document."""
+    def open_mentioned(self, text: str, exclude: set[str] | frozenset[str] = frozenset()) -> Shown | None:
+        """The documents `text` names (titles.TitleTable.mentions: their bare title written in it), up to k, those
+        titled in `exclude` left out, shown as a search shows them; None when it names no other document."""
         return self._show_documents(text, self.session.titles().mentions(text, exclude=exclude))
 
-    def _show_documents(self, query: str, found: list[tuple[int, str]]) -> str | None:
-        """The Observation of the first passages of up to k documents found by name ((passage id, title) pairs),
-        as a search for `query` shows them; None when there are none."""
+    def _show_documents(self, query: str, found: list[tuple[int, str]]) -> Shown | None:
+        """The first passages of up to k documents found by name ((passage id, title) pairs), shown as a search
+        for `query` shows them; None when there are none."""
         if not found:
             return None
         passages = [self.session.index.passage(pid) for pid, _ in found[: self.session.settings.k]]
-        return self._show(query, passages, [None] * len(passages), [])
+        return self._shown(self._show(query, passages, [None] * len(passages), []))
+
+    def _shown(self, text: str) -> Shown:
+        """`text` just shown by `_show`, with what it showed (the details `_show` recorded)."""
+        details = self.last_details
+        return Shown(text, list(details["titles"]), list(details["ids"]), list(details["scores"]))
 
     def _show(self, query: str, passages: list[Any], scores: list[Any], linked: list[Any]) -> str:
         """The Observation of found passages and linked documents (their BM25 `scores`, None where a passage was not

@@ -1,0 +1,148 @@
+"""The order the checks of a Final run in, and the rules of a run around them.
+
+`CheckPipeline.review` runs the checks in their order and stops at the first refusal; `rewrite` applies the
+rewrites of one stage. The rules around the checks:
+- a run refuses at most `max_refusals` Finals; after that, and on a step that may only answer (which no check
+  sees), a Final stands as written;
+- an answer refused before and written again after the Observation that refused it stands, but a yes/no or choice
+  answer is still weighed, once a run, by the checks that weigh it (`weighs`), and an open question's answer
+  refused only as unread is still judged by the checks of its own words: it was never weighed;
+- a refusal whose check asks for it (`Refusal.show_document`) also shows the refused answer's own document, as a
+  search shows it: the answer was the entity on the way, and its document most often says what the question asks
+  about it; with `read_hop`, the model also answers the question from that document alone, in a call of its own
+  under a grammar of the document's spans, and the refusal ends with that answer and its sentence (unless it
+  repeats the question or is not of the kind asked for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from offline_agent.answer_form import in_question
+from offline_agent.checks.base import AnswerRewrite, Candidate, FinalCheck, Refusal, sentence_with
+from offline_agent.checks.dates import Event, WholeDate
+from offline_agent.checks.kinds import AsksFor, Described, Kind, Modifier, NumberForAThing, TypeNoun, texts
+from offline_agent.checks.names import NamePart, NamePartCut, Owner
+from offline_agent.checks.pairs import Compare, Same, Shared, Sides
+from offline_agent.checks.reading import OneSide, Unopened, Unread
+from offline_agent.checks.wording import InQuestion, Unnamed
+from offline_agent.details import RefusalDetails
+from offline_agent.tools.titles import bare_title
+
+MAX_REFUSALS = 3
+
+# The checks in the order they run. A yes/no or choice answer meets unread, one_side, compare, sides and same; an
+# open one meets unread and the rest. Cheap checks of the answer's own words come before those that open documents.
+DEFAULT_CHECKS: tuple[FinalCheck, ...] = (
+    Unread(),
+    OneSide(),
+    Compare(),
+    Sides(),
+    Same(),
+    InQuestion(),
+    Unnamed(),
+    Kind(),
+    NamePart(),
+    Event(),
+    Shared(),
+    Unopened(),
+    NumberForAThing(),
+    AsksFor(),
+    Described(),
+    Modifier(),
+)
+# The rewrites: the name part before the checks; after them, the first of the others that applies.
+DEFAULT_REWRITES: tuple[AnswerRewrite, ...] = (NamePartCut(), WholeDate(), Owner(), TypeNoun())
+
+
+class CheckPipeline:
+    """Ordered checks and rewrites, with the run's limit on refusals and whether a hop's document is read alone."""
+
+    def __init__(
+        self,
+        checks: Sequence[FinalCheck] = DEFAULT_CHECKS,
+        rewrites: Sequence[AnswerRewrite] = DEFAULT_REWRITES,
+        *,
+        max_refusals: int = MAX_REFUSALS,
+        read_hop: bool = False,
+    ) -> None:
+        self.checks = tuple(checks)
+        self.rewrites = tuple(rewrites)
+        self.max_refusals = max_refusals
+        self.read_hop = read_hop
+
+    @property
+    def excluding(self) -> frozenset[str]:
+        """The reasons of checks that refuse an answer as wrong in itself (excluded from later grammars)."""
+        return frozenset(check.name for check in self.checks if check.excludes)
+
+    @property
+    def searching(self) -> frozenset[str]:
+        """The reasons of checks whose Observation says what to find and shows no document."""
+        return frozenset(check.name for check in self.checks if check.says_search)
+
+    def unchecked(self, refusals: int) -> bool:
+        """Whether a run that has refused `refusals` Finals checks no more."""
+        return refusals >= self.max_refusals
+
+    def review(self, candidate: Candidate) -> Refusal | None:
+        """The first refusal of the candidate's answer (recorded on its step), or None when it stands."""
+        if self.unchecked(len(candidate.refusals)):
+            return None
+        is_open = candidate.form.kind == "open"
+        checks = self.checks
+        if candidate.earlier and (not is_open or candidate.earlier != {"unread"}):
+            if is_open:
+                return None
+            checks = tuple(check for check in checks if check.weighs)
+        for check in checks:
+            if candidate.form.kind not in check.forms or (check.weighs and check.name in candidate.reasons):
+                continue
+            refusal = check.refuse(candidate)
+            if refusal is None:
+                continue
+            candidate.details.refusal = RefusalDetails(refusal.reason, candidate.answer)
+            if refusal.show_document:
+                return Refusal(refusal.reason, self._with_document(candidate, refusal.observation))
+            return refusal
+        return None
+
+    def rewrite(self, candidate: Candidate, *, before_checks: bool) -> str:
+        """The answer after the first rewrite of the stage that applies (recorded on the step as `checked`)."""
+        for rewrite in self.rewrites:
+            if rewrite.before_checks != before_checks:
+                continue
+            done = rewrite.rewrite(candidate)
+            if done is None:
+                continue
+            how, written = done
+            if written is None:
+                break
+            candidate.details.checked = {candidate.answer: f"{how}: {written}"}
+            return written
+        return candidate.answer
+
+    def _with_document(self, candidate: Candidate, refusal: str) -> str:
+        """`refusal` with the refused answer's own document shown (and, with read_hop, read alone)."""
+        place = candidate.form.about_a_place
+        shown = candidate.open("open_named", candidate.answer, exclude_seen=False, place=place)
+        if shown is None:
+            return refusal
+        read = self._read_alone(candidate) if self.read_hop else None
+        return "\n".join([refusal, texts()["document"].format(text=shown.text), *([read] if read else [])])
+
+    def _read_alone(self, candidate: Candidate) -> str | None:
+        """The model's answer to the question from the refused answer's own document alone, and the sentence it is
+        in, which the run reads; None where the call gave no answer, or one the first checks would refuse."""
+        own = candidate.own_document()
+        if not candidate.grounded or own is None:
+            return None
+        host, answer, question = candidate.host, candidate.answer, candidate.question
+        text = host.fit(own)
+        user = texts()["read_user"].format(title=answer, text=text, question=question, name=bare_title(answer))
+        found = host.read_off(candidate, text, texts()["read_system"], user)
+        if not found or in_question(found, question) or not candidate.form.fits(found):
+            return None
+        sentence = sentence_with(text, found)
+        host.read(candidate, sentence)
+        return texts()["read"].format(found=found, sentence=sentence)

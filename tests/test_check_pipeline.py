@@ -1,0 +1,164 @@
+"""The answer-check seam: checks as an ordered list behind one protocol, documents through a public protocol that a
+user's own search tool can implement, and a strategy's own list of checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from offline_agent.agents import AgentConfig
+from offline_agent.agents.verify import VerifyAgent
+from offline_agent.backends import ScriptedBackend
+from offline_agent.checks import DEFAULT_CHECKS, DEFAULT_REWRITES, AnswerRewrite, Candidate, Check, FinalCheck, Refusal
+from offline_agent.checks.pipeline import CheckPipeline
+from offline_agent.tools import build_tools
+from offline_agent.tools.base import ToolRegistry
+from offline_agent.tools.corpus import CorpusSession, SearchTool
+from offline_agent.tools.documents import DocumentSource, Shown, documents_of
+
+SETTINGS = {"grounded": True, "answer_form": True, "search_k": 4}
+
+
+def run(agent_type: type, tools: ToolRegistry, outputs: list[str], question: str, **config: Any):
+    backend = ScriptedBackend(outputs)
+    agent = agent_type(backend, tools, AgentConfig(**{**SETTINGS, **config}))
+    return agent.run(question), backend
+
+
+class PlainSearch:
+    """A user's own search tool that knows nothing of documents by title: a search and nothing else."""
+
+    name = "search"
+    description = "finds passages"
+    schema = None
+    example = "Marie Curie"
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    def __call__(self, query: str) -> str:
+        result = self.index.search(query, k=4)
+        return "\n".join(f"[{rank}] {p.title}: {p.text}" for rank, p in enumerate(result.passages, 1))
+
+
+class TitledSearch(PlainSearch):
+    """The same tool with the document lookups of `DocumentSource`, written by the user over the index."""
+
+    def _titled(self, name: str) -> list[Any]:
+        return [self.index.passage(int(i)) for i in self.index.ids() if self.index.passage(int(i)).title == name]
+
+    def document(self, name: str, prefer: Callable[[str, str], bool] | None = None, place: bool = False) -> str | None:
+        found = self._titled(name.strip())
+        return found[0].text if found else None
+
+    def named_document(self, text: str, prefer: Any = frozenset()) -> tuple[str, str] | None:
+        return None
+
+    def open_named(self, name: str, exclude: Any = frozenset(), place: bool = False) -> Shown | None:
+        found = [p for p in self._titled(name.strip()) if p.title not in exclude]
+        if not found:
+            return None
+        return Shown(f"[1] {found[0].title}: {found[0].text}", [found[0].title], [int(found[0].id)], [None])
+
+    def open_found(self, text: str, exclude: Any = frozenset()) -> Shown | None:
+        return None
+
+    def open_mentioned(self, text: str, exclude: Any = frozenset()) -> Shown | None:
+        return None
+
+
+OUTPUTS = ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: Warsaw"]
+QUESTION = "Which river flows through the birth city of Marie Curie?"
+
+
+def test_the_built_in_search_tool_is_a_document_source(tiny_index) -> None:
+    tools = build_tools(tiny_index)
+    assert isinstance(tools.get("search"), DocumentSource)
+    assert documents_of(tools) is tools.get("search")
+    assert documents_of([PlainSearch(tiny_index)]) is None
+
+
+def test_a_users_own_search_tool_gets_the_document_checks_through_the_protocol(tiny_index) -> None:
+    trajectory, backend = run(VerifyAgent, ToolRegistry([TitledSearch(tiny_index)]), OUTPUTS, QUESTION)
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "unopened"  # Warsaw has a document the run had not read
+    assert refused.details.seen_titles == ["Warsaw"]
+    assert "[1] Warsaw: " in backend.calls[2].prompt
+
+
+def test_a_search_tool_without_the_protocol_keeps_the_checks_that_need_no_documents(tiny_index) -> None:
+    trajectory, _ = run(VerifyAgent, ToolRegistry([PlainSearch(tiny_index)]), OUTPUTS, QUESTION)
+    assert trajectory.answer == "Warsaw" and len(trajectory.steps) == 2  # no document to open: it stands
+    asked_again, _ = run(
+        VerifyAgent,
+        ToolRegistry([PlainSearch(tiny_index)]),
+        ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Marie Curie", "Thought: c\nFinal: Warsaw"],
+        QUESTION,
+    )
+    assert asked_again.steps[1].details.refusal.reason == "in_question"
+
+
+class NoRivers(Check):
+    """A user's check: an answer to a question about a river must not be a city named in the corpus."""
+
+    name = "not_a_river"
+    says_search = True
+
+    def refuse(self, candidate: Candidate) -> Refusal | None:
+        if "river" in candidate.question and candidate.answer == "Warsaw":
+            return Refusal(self.name, f"{candidate.answer} is a city. Find the river: {candidate.question}")
+        return None
+
+
+class OwnChecks(VerifyAgent):
+    name = "verify-own"
+    checks = (NoRivers(), *DEFAULT_CHECKS)
+
+
+def test_a_strategy_runs_its_own_ordered_list_of_checks(tiny_index) -> None:
+    assert isinstance(NoRivers(), FinalCheck) and all(isinstance(check, FinalCheck) for check in DEFAULT_CHECKS)
+    trajectory, _ = run(OwnChecks, build_tools(tiny_index), OUTPUTS, QUESTION)
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "not_a_river"  # first in the list: unopened never ran
+    assert refused.observation.startswith("Warsaw is a city.")
+    assert refused.details.tool is None
+
+
+def test_the_pipeline_derives_what_each_reason_does_from_its_checks() -> None:
+    pipeline = CheckPipeline()
+    assert {"unread", "one_side", "unopened"}.isdisjoint(pipeline.excluding)
+    assert {"in_question", "kind", "asks_for", "compare", "sides", "same", "shared"} <= pipeline.excluding
+    assert pipeline.searching == {"unread", "in_question", "unnamed", "kind", "event", "asks_for", "modifier"} | {
+        "described"
+    }
+    assert all(isinstance(rewrite, AnswerRewrite) for rewrite in DEFAULT_REWRITES)
+    assert [rewrite.before_checks for rewrite in DEFAULT_REWRITES] == [True, False, False, False]
+    assert not CheckPipeline(max_refusals=2).unchecked(1) and CheckPipeline(max_refusals=2).unchecked(2)
+
+
+def test_the_checks_texts_are_package_data_with_every_key_a_check_uses() -> None:
+    from offline_agent.prompts import prompt_table
+
+    for family, keys in {
+        "reading": ["unread", "found", "unopened", "one_side"],
+        "wording": ["in_question", "unnamed"],
+        "kinds": ["kind", "kind_year", "number_for_a_thing", "asks_for", "modifier", "described", "document"],
+        "names": ["no_name_part", "other_name_part", "in_full"],
+        "dates": ["event"],
+        "pairs": ["compare", "sides_system", "sides_user", "sides", "same", "same_values", "shared"],
+    }.items():
+        table = prompt_table("answer_checks.toml", family)
+        assert set(keys) <= set(table), family
+    from offline_agent.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"has no table \[nothing\]"):
+        prompt_table("answer_checks.toml", "nothing")
+
+
+def test_a_search_tools_lookups_return_what_they_showed(tiny_index) -> None:
+    tool = SearchTool(CorpusSession(tiny_index))
+    shown = tool.open_named("Warsaw")
+    assert shown is not None and shown.titles == ["Warsaw"] and shown.text.startswith("[1] Warsaw: ")
+    assert shown.details() == {"ids": shown.ids, "titles": ["Warsaw"], "scores": [None]}
