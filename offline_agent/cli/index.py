@@ -280,11 +280,9 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         by_file: dict[str, int] = {}
         for path, _ in ingested.notes:
             by_file[path] = by_file.get(path, 0) + 1
-        lines = [
-            (p, f"{n} records skipped, first: {next(r for q, r in ingested.notes if q == p)}")
-            for p, n in by_file.items()
-        ]
-        _echo_skips("records skipped", lines, f"{len(ingested.notes)} records skipped in {len(by_file)} files")
+        lines = [(p, f"{n} skipped, first: {next(r for q, r in ingested.notes if q == p)}") for p, n in by_file.items()]
+        headline = f"{len(ingested.notes)} records, messages or attachments skipped in {len(by_file)} files"
+        _echo_skips("skipped inside files", lines, headline)
 
 
 def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: int = 20) -> None:

@@ -86,10 +86,10 @@ def _document(message: EmailMessage, doc_id: str) -> tuple[Document, list[str]]:
     subject = _header(message, "subject") or _NO_SUBJECT
     head = " | ".join(f"{label}: {value}" for label in ("From", "Date") if (value := _header(message, label)))
     text = f"{head}\n\n{_body(message)}".strip()
-    names = []
-    for part in message.iter_attachments():
-        names.append(part.get_filename() or part.get_content_type())
-    notes = [f"{subject!r}: {len(names)} attachment(s) not indexed ({', '.join(names[:5])})"] if names else []
+    notes = [
+        f"attachment {part.get_filename() or part.get_content_type()!r} not indexed"
+        for part in message.iter_attachments()
+    ]
     return Document(doc_id, subject, text), notes
 
 
