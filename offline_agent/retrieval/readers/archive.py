@@ -27,7 +27,12 @@ def ole2_reason(data: bytes, what: str) -> str | None:
         return None
     if _ENCRYPTED_PACKAGE in data:
         return f"password-protected {what} (encrypted; save it without a password to index it)"
-    return f"an old binary Office file, not a {what} (save it as {what} to index it)"
+    return f"an old binary Office file, not {_a(what)} (save it as {what} to index it)"
+
+
+def _a(what: str) -> str:
+    """'a DOCX', 'an ODT', 'an EPUB': the article as the letters are spoken."""
+    return f"{'an' if what[:1] in 'AEFHILMNORSX' else 'a'} {what}"
 
 
 def open_zip(data: bytes, what: str, *, required: tuple[str, ...] = ()) -> zipfile.ZipFile:
@@ -42,11 +47,11 @@ def open_zip(data: bytes, what: str, *, required: tuple[str, ...] = ()) -> zipfi
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         if data.startswith(b"PK\x03\x04"):
             raise SkipFile(f"damaged or truncated {what} (its zip archive cannot be opened: {exc})") from None
-        raise SkipFile(f"not a {what} (a {what} file is a zip archive, and this is not one)") from None
+        raise SkipFile(f"not {_a(what)} ({_a(what)} file is a zip archive, and this is not one)") from None
     names = {info.filename for info in infos}
     missing = [name for name in required if name not in names]
     if missing:
-        raise SkipFile(f"not a {what} (no {missing[0]} in its zip archive)")
+        raise SkipFile(f"not {_a(what)} (no {missing[0]} in its zip archive)")
     expanded = sum(info.file_size for info in infos)
     if expanded > MAX_EXPANDED_BYTES:
         raise SkipFile(f"{what} expands to {expanded / (1 << 30):.1f} GB (more than 1 GB: a zip bomb?)")
@@ -58,7 +63,7 @@ def read_member(archive: zipfile.ZipFile, name: str, what: str) -> bytes:
     try:
         return archive.read(name)
     except KeyError:
-        raise SkipFile(f"not a {what} (no {name} in its zip archive)") from None
+        raise SkipFile(f"not {_a(what)} (no {name} in its zip archive)") from None
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, RuntimeError) as exc:
         # RuntimeError: an entry encrypted with a zip password
         raise SkipFile(f"damaged {what} ({name}: {exc})") from None
