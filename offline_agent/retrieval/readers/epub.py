@@ -15,6 +15,7 @@ lists them; obfuscated fonts alone are fine) or a damaged zip is skipped with it
 from __future__ import annotations
 
 import io
+import os.path
 import warnings
 import zipfile
 from pathlib import Path
@@ -78,21 +79,32 @@ def _refuse_drm(archive: zipfile.ZipFile) -> None:
             raise SkipFile(f"DRM-protected EPUB (its content is encrypted: {uri or 'an entry'})")
 
 
-def _toc_paths(toc: Any, parents: tuple[str, ...] = (), out: dict[str, tuple[str, ...]] | None = None) -> dict:
-    """File -> the path of titles of the table-of-contents entry that points to it: the first one, or an entry
-    under it that points to the whole file too (a part whose link is its first chapter's file), not to a place
-    inside it (the sections of a chapter, linked as file#fragment)."""
-    out = {} if out is None else out
-    for entry in toc:
-        node, children = entry if isinstance(entry, tuple) else (entry, ())
-        title = one_line(getattr(node, "title", "") or "")
-        path = (*parents, title) if title else parents
-        href, fragment = (unquote(getattr(node, "href", "") or "").split("#", 1) + [""])[:2]
-        before = out.get(href)
-        if href and path and (before is None or (not fragment and path[: len(before)] == before)):
-            out[href] = path
-        _toc_paths(children, path, out)
-    return out
+def _toc_paths(toc: Any) -> dict[str, tuple[str, ...]]:
+    """File -> the path of titles, in the table of contents, of the chapter that file starts.
+
+    That is the first entry that links to the whole file, or an entry under it that links to the whole file too
+    (a part whose link is its first chapter's file). A file linked only at places inside it (file#fragment: the
+    sections of a chapter, or the chapters of a book in one file) gets the path those entries share, so that
+    its own headings, not its first section's title, name what it holds.
+    """
+    whole: dict[str, tuple[str, ...]] = {}
+    places: dict[str, list[tuple[str, ...]]] = {}
+
+    def visit(entries: Any, parents: tuple[str, ...]) -> None:
+        for entry in entries:
+            node, children = entry if isinstance(entry, tuple) else (entry, ())
+            title = one_line(getattr(node, "title", "") or "")
+            path = (*parents, title) if title else parents
+            href, _, fragment = unquote(getattr(node, "href", "") or "").partition("#")
+            if href and path and fragment:
+                places.setdefault(href, []).append(path)
+            elif href and path and (href not in whole or path[: len(whole[href])] == whole[href]):
+                whole[href] = path
+            visit(children, path)
+
+    visit(toc, ())
+    shared = {href: os.path.commonprefix(paths) for href, paths in places.items() if href not in whole}
+    return {**shared, **whole}
 
 
 def _chapters(book: Any, document_type: int, nav_type: type) -> list[tuple[str, tuple[str, ...], list[Any]]]:
@@ -104,7 +116,7 @@ def _chapters(book: Any, document_type: int, nav_type: type) -> list[tuple[str, 
         if item is None or item.get_type() != document_type or isinstance(item, nav_type):
             continue
         name = unquote(item.get_name())
-        if not toc or name in toc or not chapters:
+        if not toc or name in toc or not chapters:  # a file the table names, even with an empty path
             chapters.append((name, toc.get(name, ()), [item]))
         else:
             chapters[-1][2].append(item)
@@ -114,7 +126,7 @@ def _chapters(book: Any, document_type: int, nav_type: type) -> list[tuple[str, 
 def _document(doc_id: str, book_title: str, href: str, toc_path: tuple[str, ...], items: list[Any]) -> Document:
     outline = OutlineText(base=toc_path)
     for item in items:
-        add_xhtml(item.get_content(), outline)
+        add_xhtml(item.content or b"", outline)  # the bytes as stored: get_content() parses and writes them again
     chapter = toc_path[-1] if toc_path else outline.first_heading()
     title = f"{chapter} ({book_title})" if chapter and chapter != book_title else book_title
     return Document(f"{doc_id}:{href}", title, outline.text, sections=tuple(outline.sections))

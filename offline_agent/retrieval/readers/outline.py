@@ -19,12 +19,18 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _same_title(heading: str, title: str) -> bool:
+    """Whether a heading repeats a title, perhaps with a word before it ("Chapter 4. Conclusion", "4. Conclusion")."""
+    a, b = heading.casefold(), title.casefold()
+    return a == b or a.endswith(" " + b) or b.endswith(" " + a)
+
+
 class OutlineText:
     """Blocks of text and the sections their headings open.
 
-    `base` is a path every section lies under (an EPUB chapter's place in the book's table of contents); a
-    first heading that repeats the last element of `base` (a chapter page opening with its own title) is not
-    added twice.
+    `base` is a path every section lies under (an EPUB chapter's place in the book's table of contents); an
+    outermost heading that repeats the last element of `base` (a chapter page opening with its own title, as
+    "Chapter 4. Conclusion" under "4. Conclusion") is not added twice.
     """
 
     def __init__(self, base: tuple[str, ...] = ()) -> None:
@@ -65,7 +71,7 @@ class OutlineText:
             self._open.pop()
         self._open.append((level, text))
         own = tuple(title for _, title in self._open)
-        if self._base and own[0].casefold() == self._base[-1].casefold():
+        if self._base and _same_title(own[0], self._base[-1]):
             own = own[1:]
         start = self.paragraph(text)
         path = self._base + own

@@ -14,28 +14,39 @@ from typing import Any
 from offline_agent.retrieval.readers.outline import OutlineText
 
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+_START_TAG = re.compile(r"<([A-Za-z][\w:.-]*)")
 _SKIP = {"script", "style", "head", "template", "noscript", "svg", "iframe", "object"}
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = {"p", "div", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "blockquote", "pre", "section", "hr"}
 _BLOCKS |= {"article", "header", "footer", "aside", "nav", "main", "figure", "figcaption", "body", "caption"}
 _CELLS = {"td", "th"}
+_SHAPING = _SKIP | _HEADINGS.keys() | _BLOCKS | _CELLS | {"br"}
 
 
 def add_xhtml(content: bytes, outline: OutlineText) -> None:
     """Add the text of the page `content` (bytes as stored) to `outline`."""
-    import lxml.html
-    from lxml.etree import ParserError
+    from lxml import etree
 
     try:
         source: str | bytes = _XML_DECLARATION.sub("", content.decode("utf-8"), count=1)
     except UnicodeDecodeError:
         source = content  # let lxml read the declared encoding
-    try:
-        root = lxml.html.document_fromstring(source)
-    except ParserError:  # an empty page
+    root = etree.fromstring(source, etree.HTMLParser()) if source.strip() else None
+    if root is None:  # an empty page
         return
     body = root.find("body")
-    _PageWalk(outline).walk(body if body is not None else root, preformatted=False)
+    body = body if body is not None else root
+    # Inline markup (spans, links, emphasis, MathML's hundreds of thousands of elements in a mathematics book)
+    # only carries text: merging it into its parent in C leaves the walk below the few elements that shape it.
+    text = source if isinstance(source, str) else source.decode("latin-1")
+    inline = {tag.lower() for tag in _START_TAG.findall(text)} - _SHAPING
+    if inline:
+        etree.strip_tags(body, *inline)
+    _PageWalk(outline).walk(body, preformatted=False)
+
+
+def _name(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1].lower()
 
 
 class _PageWalk:
@@ -53,13 +64,13 @@ class _PageWalk:
             self.buffer.append(text if preformatted else text.replace("\n", " "))
 
     def walk(self, element: Any, preformatted: bool) -> None:
-        tag = element.tag.rsplit("}", 1)[-1].lower() if isinstance(element.tag, str) else ""
+        tag = _name(element.tag) if isinstance(element.tag, str) else ""
         if tag in _SKIP or not isinstance(element.tag, str):  # comments and processing instructions too
             self.add(element.tail, preformatted)
             return
         if tag in _HEADINGS:
             self.flush()
-            self.outline.heading(_HEADINGS[tag], element.text_content())
+            self.outline.heading(_HEADINGS[tag], "".join(element.itertext()))
             self.add(element.tail, preformatted)
             return
         block = tag in _BLOCKS
