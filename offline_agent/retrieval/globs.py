@@ -4,7 +4,7 @@ A pattern is matched against a path relative to the folder given on the command 
 - `*` matches any characters but "/", `?` one character but "/", `[abc]` and `[!abc]` one of a set, and `**`
   any number of folders, none included: `**/*.md` matches `a.md` and `notes/2024/a.md`;
 - a pattern with no "/" matches a file or folder name at any depth (`*.md`, `node_modules`); a pattern with a
-  "/" is anchored at the folder given (`drafts/*`, `docs/**/*.rst`; a leading "/" changes nothing);
+  "/" is anchored at the folder given (`drafts/*`, `docs/**/*.rst`, `/readme.md`); a trailing "/" is ignored;
 - a pattern that matches a folder matches everything under it: `--exclude drafts` and `--exclude 'drafts/*'`
   leave out everything inside `drafts/`, and the walk does not even enter an excluded folder.
 A file is read when it matches some --include (or none is given) and no --exclude. Matching is case-sensitive.
