@@ -157,3 +157,27 @@ def test_index_and_search_as_a_user_runs_them(formats_dir: Path, isolated_home: 
     assert top["source"] == str(formats_dir / "sea-stories.epub")
     found = cli("search", "Ada Lovelace invoice", "--index", "formats", "-k", "3", home=isolated_home)
     assert found.returncode == 0 and found.stdout.count("Invoice ") >= 2
+
+
+def test_a_book_in_one_file_is_one_document_whose_headings_give_its_sections(tmp_path: Path) -> None:
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("poem-1")
+    book.set_title("The Long Poem")
+    whole = epub.EpubHtml(title="The Long Poem", file_name="poem.xhtml")
+    whole.content = (
+        "<h1>The Long Poem</h1><p>An opening note.</p><h2 id='i'>I. Morning</h2><p>Larks rise.</p>"
+        "<h2 id='ii'>II. Evening</h2><p>Owls call.</p>"
+    )
+    book.add_item(whole)
+    book.toc = (epub.Link("poem.xhtml#i", "I. Morning", "i"), epub.Link("poem.xhtml#ii", "II. Evening", "ii"))
+    book.add_item(epub.EpubNcx())
+    book.spine = [whole]
+    path = tmp_path / "poem.epub"
+    epub.write_epub(str(path), book)
+    (doc,), _ = read(path)
+    assert doc.title == "The Long Poem"  # its heading, not the title of its first section
+    assert [s.path for s in doc.sections] == [
+        ("The Long Poem",), ("The Long Poem", "I. Morning"), ("The Long Poem", "II. Evening")
+    ]  # fmt: skip
