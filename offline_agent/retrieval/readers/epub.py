@@ -24,7 +24,7 @@ from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, missing_extra
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 from offline_agent.retrieval.readers.xhtml import add_xhtml
 
@@ -40,11 +40,8 @@ class EPUBReader:
     extra = "epub"
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        try:
-            import ebooklib
-            from ebooklib import epub
-        except ImportError:
-            raise missing_extra("EPUB", "ebooklib", "epub") from None
+        ebooklib = import_extra("ebooklib", "EPUB", "ebooklib", "epub")
+        epub = import_extra("ebooklib.epub", "EPUB", "ebooklib", "epub")
         with open_zip(data, "EPUB", required=("META-INF/container.xml",)) as archive:
             _refuse_drm(archive)
         try:

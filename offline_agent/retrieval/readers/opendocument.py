@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, missing_extra
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 
 _TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -34,10 +34,7 @@ class ODTReader:
     extra = "odt"
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        try:
-            from odf.opendocument import load
-        except ImportError:
-            raise missing_extra("ODT", "odfpy", "odt") from None
+        load = import_extra("odf.opendocument", "ODT", "odfpy", "odt").load
         with open_zip(data, "ODT", required=("content.xml",)) as archive:
             names = set(archive.namelist())
             if "META-INF/manifest.xml" in names and b"encryption-data" in read_member(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, missing_extra
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import one_line
 
 _TITLE = re.compile(r"\{\\title\s?([^{}]*)\}")
@@ -25,10 +25,7 @@ class RTFReader:
     extra = "rtf"
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        try:
-            from striprtf.striprtf import rtf_to_text
-        except ImportError:
-            raise missing_extra("RTF", "striprtf", "rtf") from None
+        rtf_to_text = import_extra("striprtf.striprtf", "RTF", "striprtf", "rtf").rtf_to_text
         if not data[:64].lstrip().startswith(b"{\\rtf"):
             raise SkipFile("not an RTF file (it does not begin with {\\rtf)")
         # RTF is 7-bit text that escapes other characters; a file with raw bytes is most often UTF-8, else

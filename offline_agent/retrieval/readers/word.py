@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent.retrieval.readers.archive import open_zip
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, missing_extra
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
@@ -30,10 +30,7 @@ class DocxReader:
     extra = "docx"
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        try:
-            import docx
-        except ImportError:
-            raise missing_extra("DOCX", "python-docx", "docx") from None
+        docx = import_extra("docx", "DOCX", "python-docx", "docx")
         open_zip(data, "DOCX", required=("[Content_Types].xml",)).close()
         try:
             document = docx.Document(io.BytesIO(data))
