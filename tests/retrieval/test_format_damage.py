@@ -105,6 +105,17 @@ def test_a_password_protected_odt_is_skipped() -> None:
     )
 
 
+def test_an_odt_whose_content_is_not_well_formed_is_skipped_and_nothing_is_printed(capsys) -> None:
+    with zipfile.ZipFile(io.BytesIO(odt_bytes())) as archive:
+        content = archive.read("content.xml")
+    data = with_entry(odt_bytes(), "content.xml", content[: len(content) // 2])
+    assert skip_reason("cut.odt", data).startswith("damaged ODT (content.xml is not well-formed XML: ")
+    broken_meta = with_entry(odt_bytes(), "meta.xml", b"<office:document-meta")  # odfpy prints such a part
+    (doc,), _ = read_document_file(Path("meta.odt"), broken_meta, "meta.odt", Fields())
+    assert doc.title == "Soil" and "Clay soil" in doc.text  # the title is lost with meta.xml, the text is not
+    assert capsys.readouterr().out == ""
+
+
 def test_a_spreadsheet_renamed_odt_is_skipped() -> None:
     data = with_entry(odt_bytes(), "mimetype", b"application/vnd.oasis.opendocument.spreadsheet")
     assert skip_reason("sheet.odt", data).startswith("not an ODF text document (its mimetype is application/vnd.oa")

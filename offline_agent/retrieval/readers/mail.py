@@ -29,6 +29,10 @@ _MBOX_START = re.compile(rb"[\r\n]*From ")
 _NO_SUBJECT = "(no subject)"
 
 
+class _Unreadable(Exception):
+    """A message that cannot be read; the message is the reason."""
+
+
 class MailReader:
     """`.eml` and `.mbox` with the standard library."""
 
@@ -40,24 +44,25 @@ class MailReader:
         if path.suffix.lower() == ".mbox":
             return _read_mbox(data, doc_id)
         try:
-            message = _parse(data)
-        except ValueError as exc:
+            document, notes = _read_message(data, doc_id)
+        except _Unreadable as exc:
             raise SkipFile(str(exc)) from None
-        document, notes = _document(message, doc_id)
         return [document], notes
 
 
-def _parse(raw: bytes) -> EmailMessage:
-    """The message in `raw`, or ValueError saying why it is not one."""
+def _read_message(raw: bytes, doc_id: str) -> tuple[Document, list[str]]:
+    """The document of the message in `raw` and notes on its attachments; _Unreadable saying why there is none."""
     if b"\x00" in raw[:8192]:
-        raise ValueError("not an e-mail message (binary data)")
+        raise _Unreadable("not an e-mail message (binary data)")
     try:
         message = email.message_from_bytes(raw, policy=email.policy.default)
-    except Exception as exc:  # the parser is lenient, but a broken header value can still raise
-        raise ValueError(f"malformed e-mail message ({type(exc).__name__}: {str(exc)[:80]})") from None
-    if not message.keys():
-        raise ValueError("not an e-mail message (no headers)")
-    return message  # type: ignore[return-value]
+        if not message.keys():
+            raise _Unreadable("not an e-mail message (no headers)")
+        return _document(message, doc_id)  # type: ignore[arg-type]
+    except _Unreadable:
+        raise
+    except Exception as exc:  # the parser is lenient, but a broken header or MIME structure can still raise
+        raise _Unreadable(f"malformed e-mail message ({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
 def _header(message: EmailMessage, name: str) -> str:
@@ -107,10 +112,9 @@ def _read_mbox(data: bytes, doc_id: str) -> tuple[list[Document], list[str]]:
     docs, notes = [], []
     for number, raw in _messages(data):
         try:
-            message = _parse(raw)
-            document, attachment_notes = _document(message, f"{doc_id}:{number}")
-        except Exception as exc:  # one broken message must not lose the others
-            notes.append(f"message {number}: {exc if isinstance(exc, ValueError) else type(exc).__name__}")
+            document, attachment_notes = _read_message(raw, f"{doc_id}:{number}")
+        except _Unreadable as exc:  # one broken message must not lose the others
+            notes.append(f"message {number}: {exc}")
             continue
         docs.append(document)
         notes.extend(f"message {number}: {note}" for note in attachment_notes)

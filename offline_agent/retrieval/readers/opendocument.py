@@ -8,9 +8,11 @@ ciphertext) or a damaged zip is skipped with its reason.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from pathlib import Path
 from typing import Any
+from xml.parsers import expat
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
 from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
@@ -42,10 +44,13 @@ class ODTReader:
             ):
                 raise SkipFile("password-protected ODT (encrypted; save it without a password to index it)")
             mimetype = read_member(archive, "mimetype", "ODT").strip() if "mimetype" in names else _MIMETYPE
-        if not mimetype.startswith(_MIMETYPE):
-            raise SkipFile(f"not an ODF text document (its mimetype is {mimetype[:60].decode(errors='replace')})")
+            if not mimetype.startswith(_MIMETYPE):
+                shown = mimetype[:60].decode(errors="replace")
+                raise SkipFile(f"not an ODF text document (its mimetype is {shown})")
+            _check_well_formed(read_member(archive, "content.xml", "ODT"))
         try:
-            document = load(io.BytesIO(data))
+            with contextlib.redirect_stdout(io.StringIO()):  # odfpy prints a part it cannot parse, and goes on
+                document = load(io.BytesIO(data))
             outline = OutlineText()
             _add_blocks(document.text, outline)
             title = next((one_line(_text(e)) for e in document.meta.childNodes if e.qname == _DC_TITLE), "")
@@ -53,6 +58,15 @@ class ODTReader:
             raise SkipFile(f"unreadable ODT ({type(exc).__name__}: {str(exc)[:80]})") from None
         title = title or outline.first_heading() or path.stem
         return [Document(doc_id, title, outline.text, sections=tuple(outline.sections))], []
+
+
+def _check_well_formed(content: bytes) -> None:
+    """SkipFile when content.xml is not well-formed XML: odfpy would print it and go on with what it had read."""
+    parser = expat.ParserCreate()
+    try:
+        parser.Parse(content, True)
+    except expat.ExpatError as exc:
+        raise SkipFile(f"damaged ODT (content.xml is not well-formed XML: {exc})") from None
 
 
 def _text(element: Any) -> str:
