@@ -50,8 +50,9 @@ class IngestOptions:
             raise ConfigError(
                 f"need chunk size >= 1 and 0 <= overlap < size, got {self.chunk_size} and {self.chunk_overlap}"
             )
-        object.__setattr__(self, "include", tuple(self.include))  # lists, as read back from an index's JSON
-        object.__setattr__(self, "exclude", tuple(self.exclude))
+        for name in ("include", "exclude"):  # lists, as read back from an index's JSON, or one pattern
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         PathFilter(self.include, self.exclude)  # a bad pattern fails here, before any file is read
 
     @property

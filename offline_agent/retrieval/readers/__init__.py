@@ -57,8 +57,10 @@ def read_document_file(path: Path, data: bytes, doc_id: str, fields: Fields) -> 
     return reader.read(path, data, doc_id, fields)
 
 
-_BUILT_IN = (TextReader(), HTMLReader(), RecordsReader(), PDFReader(), DocxReader(), ODTReader(), EPUBReader())
-for _reader in (*_BUILT_IN, RTFReader(), MailReader(), SourceCodeReader()):
+for _reader in (
+    TextReader(), HTMLReader(), RecordsReader(), MailReader(), SourceCodeReader(),
+    PDFReader(), DocxReader(), ODTReader(), EPUBReader(), RTFReader(),
+):  # fmt: skip
     register_reader(_reader)
 
 __all__ = [
