@@ -93,6 +93,26 @@ def test_run_then_resume(cli, questions: Path, tiny_corpus: Path, tmp_path: Path
     assert summary["questions"] == 3 and summary["format"]["format_error_runs"] == 1
 
 
+def test_pool_takes_an_index_name_as_ask_corpus_does(
+    cli, questions: Path, tiny_corpus: Path, tmp_path: Path, scripted, isolated_home: Path, monkeypatch
+) -> None:
+    """`eval --pool NAME` opens the index built with `index ... --name NAME`, as `ask --corpus NAME` does."""
+    assert invoke(cli, "index", str(tiny_corpus), "--name", "tinydocs").exit_code == 0
+    monkeypatch.chdir(tmp_path)  # no folder called tinydocs here: the name can only be the index's
+    runs = {}
+    for label, pool in (("by-name", "tinydocs"), ("by-folder", str(tiny_corpus))):
+        scripted.enqueue(*outputs("q1"))
+        out = tmp_path / label
+        result = invoke(cli, "eval", str(questions), "--pool", pool, "--limit", "1", "--out", str(out), *plain_flags())
+        assert result.exit_code == 0, result.output
+        assert f"corpus: pool:{pool} (4 passages)" in result.stderr
+        assert result.stdout.startswith("questions 1  EM 100.0")
+        runs[label] = json.loads((out / "config.json").read_text())["corpus"]
+    assert runs["by-name"]["sha256"] == runs["by-folder"]["sha256"]  # the same passages either way
+    missing = invoke(cli, "eval", str(questions), "--pool", "no-such-index", "--out", str(tmp_path / "x"))
+    one_line_error(missing, "corpus not found: no-such-index")
+
+
 def test_a_model_failing_mid_run(cli, questions: Path, tiny_corpus: Path, tmp_path: Path, scripted) -> None:
     scripted.enqueue(*outputs("q1"))
     result = invoke(cli, "eval", str(questions), "--pool", str(tiny_corpus), "--out", str(tmp_path / "run"))

@@ -96,14 +96,24 @@ def test_report_without_plots(cli, runs: list[Path], tmp_path: Path) -> None:  #
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["report.json", "report.md"]
 
 
-def test_missing_matplotlib_says_how_to_install(cli, runs, tmp_path: Path, monkeypatch) -> None:  # noqa: F811
+def test_report_without_matplotlib_is_written_without_plots(cli, runs, tmp_path: Path, monkeypatch) -> None:  # noqa: F811
+    """Right after `make run` (the product alone, no report extra), `report` still writes its report."""
+    for name in [name for name in sys.modules if name == "matplotlib" or name.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
-    result = report(cli, str(runs[0]), "--out", str(tmp_path / "report"))
-    assert result.exit_code == 1 and "Traceback" not in result.output
-    assert result.stderr.strip() == (
-        "error: the report's plots need matplotlib, which is not installed: "
-        "pip install 'offline-agent[report]' (or pass --no-plots)"
+    out, html = tmp_path / "report", tmp_path / "report.html"
+    result = report(cli, *map(str, runs), "--out", str(out), "--html", str(html))
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    hint = (
+        "matplotlib is not installed: writing the report without plots (pip install 'offline-agent[report]' adds them)"
     )
+    assert result.stderr.splitlines()[0] == hint
+    assert result.stdout.splitlines()[2].startswith("| react ")  # the table, as with plots
+    assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
+    assert (
+        "# Evaluation report" in (out / "report.md").read_text() and "## Plots" not in (out / "report.md").read_text()
+    )
+    assert html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
 def test_not_a_run_folder(cli, tmp_path: Path) -> None:  # noqa: F811

@@ -166,7 +166,8 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     type=click.Path(path_type=Path),
     default=None,
     metavar="CORPUS",
-    help="Corpus of the pooled setting: a JSONL of {id, title, text}, a folder of documents, or an index.",
+    help="Corpus of the pooled setting: a JSONL of {id, title, text}, a folder of documents, an index folder, or "
+    "an index's name (as ask --corpus takes it).",
 )
 @click.option(
     "--grammar",
@@ -353,7 +354,8 @@ def report(runs: tuple[Path, ...], out: Path | None, html_path: Path | None, no_
     """Compare run folders: write OUT/report.md with a table and plots, and/or one HTML file; print the table.
 
     Each run's figures are recomputed from its results.jsonl. The plots (EM and F1 by question type and level,
-    steps and seconds per question, format errors) need matplotlib: pip install 'offline-agent[report]'.
+    steps and seconds per question, format errors) need matplotlib: pip install 'offline-agent[report]'; without
+    it the report is written without plots, and one line on stderr says so.
 
     \b
     Examples:
@@ -363,9 +365,12 @@ def report(runs: tuple[Path, ...], out: Path | None, html_path: Path | None, no_
     from offline_agent.eval.report import comparison_table, load_run, markdown_table, unique_names, write_report
 
     if not no_plots:
-        from offline_agent.eval.plots import require_matplotlib
+        from offline_agent.eval.plots import matplotlib_missing
 
-        require_matplotlib()
+        missing = matplotlib_missing()
+        if missing:
+            click.echo(missing, err=True)
+            no_plots = True
     loaded = unique_names([load_run(path) for path in runs])
     if out is None and html_path is None:
         out = Path("report")

@@ -96,7 +96,9 @@ def index(ctx: click.Context) -> None:
     offline-agent index PATH... --name NAME --update   add new/changed files, drop deleted ones
     offline-agent index list | info NAME | rm NAME
 
-    Supported files: .txt .md .rst .html .json .jsonl .csv .tsv, and .pdf when pypdf is installed.
+    Supported files: text (.txt .md .rst), .html, records (.json .jsonl .csv .tsv), e-mail (.eml .mbox), source
+    code (.py .js .ts .go .rs .java .c .sql .sh ... titled by their path), and with their extras .pdf, .docx,
+    .odt, .epub and .rtf (pip install 'offline-agent[formats]' adds them all); see docs/formats.md.
     Indexes live under $OFFLINE_AGENT_HOME/indexes (default: the user cache folder).
     """
     if ctx.invoked_subcommand is None:
@@ -124,6 +126,12 @@ def index(ctx: click.Context) -> None:
 @click.option("--title-field", default=None, help="Record field or column holding the title.")
 @click.option("--id-field", default=None, help="Record field or column holding the document id.")
 @click.option("--max-file-size", default="256MB", show_default=True, help="Skip files larger than this.")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Read only the files under a folder whose path (relative to it) matches GLOB: '*.md' (any depth), "
+              "'docs/**/*.rst' (anchored); repeatable. Kept with the index for --update.")  # fmt: skip
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Leave out files and folders matching GLOB: 'drafts/*', 'node_modules'; repeatable, wins over "
+              "--include. Kept with the index for --update.")  # fmt: skip
 @click.option("--stem/--no-stem", default=False, show_default=True, help="English Snowball stemming (needs PyStemmer).")
 @click.option("--stopwords", type=click.Choice(["en", "none"]), default="en", show_default=True)
 @click.option("--variant", type=click.Choice(["okapi", "lucene", "plus"]), default="okapi", show_default=True,
@@ -148,6 +156,8 @@ def build(
     title_field: str | None,
     id_field: str | None,
     max_file_size: str,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
     stem: bool,
     stopwords: str,
     variant: str,
@@ -155,7 +165,14 @@ def build(
     scope: str | None,
     as_json: bool,
 ) -> None:
-    """Index files and folders under a name (the default command of `index`)."""
+    """Index files and folders under a name (the default command of `index`).
+
+    --include and --exclude match paths relative to each folder given, with "/" between folders: `*` and `?`
+    stay within a name, `**` spans folders, a pattern without "/" matches a name at any depth, and a pattern
+    that matches a folder matches all it holds (docs/formats.md). --update reuses the patterns the index was
+    built with; one given with --update replaces the stored one of its kind, and the files that then fall out
+    are dropped from the index, those that come in are added.
+    """
     from offline_agent.agents.scope import read_scope
 
     scope_text = read_scope(scope)  # a bad scope file fails before the build
@@ -175,13 +192,14 @@ def build(
         title_field=title_field,
         id_field=id_field,
         max_file_bytes=_parse_size(max_file_size),
+        include=include,
+        exclude=exclude,
     )
     if update:
         if not is_index_dir(target):
             raise ConfigError(f"no index named {name!r} to update; drop --update to build it")
         index_obj = BM25Index.load(target, mmap=True)
-        if not (size_given or fields_given):
-            options = None  # keep what the index was built with
+        options = _update_options(index_obj, options if (size_given or fields_given) else None, include, exclude)
         with _progress() as bars:
             cb = _BuildProgress(bars)
             report = update_from_paths(
@@ -204,6 +222,28 @@ def build(
 
         save_scope(target, scope_text)
     _print_build_summary(name, target, report, update, as_json)
+
+
+def _update_options(index_obj: Any, given: Any, include: tuple[str, ...], exclude: tuple[str, ...]) -> Any:
+    """The options of an --update: those given, else the stored ones, with the --include/--exclude patterns given
+    replacing the stored ones of their kind (a line on stderr says so when they differ)."""
+    from dataclasses import replace
+
+    from offline_agent.retrieval.catalog import saved_options
+
+    saved = saved_options(index_obj)
+    options = replace(given or saved, include=include or saved.include, exclude=exclude or saved.exclude)
+    for kind, before, after in (
+        ("include", saved.include, options.include),
+        ("exclude", saved.exclude, options.exclude),
+    ):
+        if before != after:
+            click.echo(
+                f"--{kind} changed from {list(before) or 'none'} to {list(after)}: files now left out are dropped "
+                "from the index, files now let in are added",
+                err=True,
+            )
+    return options
 
 
 def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_json: bool) -> None:
@@ -240,11 +280,9 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         by_file: dict[str, int] = {}
         for path, _ in ingested.notes:
             by_file[path] = by_file.get(path, 0) + 1
-        lines = [
-            (p, f"{n} records skipped, first: {next(r for q, r in ingested.notes if q == p)}")
-            for p, n in by_file.items()
-        ]
-        _echo_skips("records skipped", lines, f"{len(ingested.notes)} records skipped in {len(by_file)} files")
+        lines = [(p, f"{n} skipped, first: {next(r for q, r in ingested.notes if q == p)}") for p, n in by_file.items()]
+        headline = f"{len(ingested.notes)} records, messages or attachments skipped in {len(by_file)} files"
+        _echo_skips("skipped inside files", lines, headline)
 
 
 def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: int = 20) -> None:
@@ -318,6 +356,9 @@ def info(name: str, verify: bool, as_json: bool) -> None:
     click.echo("bm25: " + ", ".join(f"{k}={v}" for k, v in (data["bm25"] or {}).items()))
     click.echo("analyzer: " + ", ".join(f"{k}={v}" for k, v in data["analyzer"].items()))
     click.echo("roots: " + ", ".join(data["roots"]))
+    for kind in ("include", "exclude"):
+        if data["ingest"].get(kind):
+            click.echo(f"{kind}: " + " ".join(data["ingest"][kind]))
     if verify:
         click.echo("checksums: ok")
 

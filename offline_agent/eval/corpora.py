@@ -3,7 +3,8 @@
 - distractor: each question searches only its own context paragraphs (HotpotQA gives ten per question: the two
   gold ones and eight distractors), through a small in-memory BM25 index built for that question;
 - pooled: one index over every distinct paragraph of the dataset file, or over the corpus given with `--pool`
-  (a JSONL of `{id, title, text}`, a folder of documents, or a saved index), searched by every question. The
+  (a JSONL of `{id, title, text}`, a folder of documents, an index folder, or the name of an index built with
+  `offline-agent index`, resolved as `ask --corpus` resolves it), searched by every question. The
   sample questions (corpora/sample/questions.jsonl) default to the sample corpus as their pool.
 
 The corpus sha256 identifies what could be found: it hashes the passages themselves (document id, title,
@@ -105,7 +106,7 @@ def open_eval_corpus(setting: str, dataset: Dataset, pool: str | Path | None) ->
     if pool is not None:
         from offline_agent.retrieval import open_corpus
 
-        index = open_corpus(pool)
+        index = open_corpus(str(pool))  # as text, so that a plain name can also be a saved index's name
         description = f"pool:{pool}"
     else:
         paragraphs = dataset.paragraphs()

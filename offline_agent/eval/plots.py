@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 INSTALL_HINT = "pip install 'offline-agent[report]'"
 
 
+def matplotlib_missing() -> str | None:
+    """The line `report` shows when matplotlib cannot be imported (it then writes the report without plots),
+    or None when the plots can be drawn."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return f"matplotlib is not installed: writing the report without plots ({INSTALL_HINT} adds them)"
+    return None
+
+
 def require_matplotlib() -> Any:
     """matplotlib.pyplot on the Agg backend, or a ConfigError that says how to install it."""
     try:

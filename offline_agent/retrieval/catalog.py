@@ -147,7 +147,7 @@ def build_from_paths(
 ) -> BuildReport:
     """Ingest `paths` and build an index in memory (RetrievalError when no passage comes out)."""
     options = options or IngestOptions()
-    entries, skipped = _walk_checked(paths)
+    entries, skipped = _walk_checked(paths, options)
     if on_files is not None:
         on_files(len(entries))
     ingested = ingest_paths(paths, options, progress=on_file, entries=entries)
@@ -186,10 +186,9 @@ def update_from_paths(
         if not paths:
             raise ConfigError("this index has no recorded source folders; give the paths to update from")
     if options is None:
-        saved = extra.get("ingest") or {}
-        options = IngestOptions(**{k: v for k, v in saved.items() if k in IngestOptions.__dataclass_fields__})
+        options = saved_options(index)
     old_files: dict[str, dict[str, Any]] = dict(extra.get("files") or {})
-    entries, skipped = _walk_checked(paths)
+    entries, skipped = _walk_checked(paths, options)
     to_read = [
         e
         for e in entries
@@ -234,11 +233,18 @@ def update_from_paths(
     return report
 
 
-def _walk_checked(paths: Sequence[str | Path]) -> tuple[list[FileEntry], list[tuple[str, str]]]:
+def saved_options(index: BM25Index) -> IngestOptions:
+    """The ingest options `index` was built (or last updated) with: chunking, record fields, size limit and the
+    --include/--exclude patterns, which `--update` applies again unless it is given others."""
+    saved = (index.extra or {}).get("ingest") or {}
+    return IngestOptions(**{k: v for k, v in saved.items() if k in IngestOptions.__dataclass_fields__})
+
+
+def _walk_checked(paths: Sequence[str | Path], options: IngestOptions) -> tuple[list[FileEntry], list[tuple[str, str]]]:
     for p in paths:
         if not Path(p).exists() and not Path(p).is_symlink():
             raise RetrievalError(f"corpus not found: {p}")
-    return walk(paths)
+    return walk(paths, options.path_filter)
 
 
 def _empty_message(paths: Sequence[str | Path], ingested: Ingested) -> str:

@@ -7,7 +7,7 @@ files.
 
 Document ids: the file path relative to the root it was found under (with the root's name in front when
 several roots are given), or the record id for JSON/JSONL/CSV rows. Hidden files and folders (names starting
-with ".") are skipped.
+with ".") are skipped, and so are those the --include/--exclude patterns leave out (globs.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
+from offline_agent.retrieval.globs import PathFilter
 from offline_agent.retrieval.passages import Passage
 from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
 from offline_agent.retrieval.sentences import chunk_spans
@@ -29,7 +31,8 @@ DEFAULT_MAX_FILE_BYTES = 256 << 20
 
 @dataclass(frozen=True)
 class IngestOptions:
-    """How files become passages: chunk size and overlap in words, record fields, the file size limit."""
+    """How files become passages: chunk size and overlap in words, record fields, the file size limit, and the
+    --include/--exclude patterns of the walk."""
 
     chunk_size: int = 200
     chunk_overlap: int = 40
@@ -37,6 +40,8 @@ class IngestOptions:
     title_field: str | None = None
     id_field: str | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -45,13 +50,21 @@ class IngestOptions:
             raise ConfigError(
                 f"need chunk size >= 1 and 0 <= overlap < size, got {self.chunk_size} and {self.chunk_overlap}"
             )
+        for name in ("include", "exclude"):  # lists, as read back from an index's JSON, or one pattern
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        PathFilter(self.include, self.exclude)  # a bad pattern fails here, before any file is read
 
     @property
     def fields(self) -> Fields:
         return Fields(self.text_field, self.title_field, self.id_field)
 
+    @property
+    def path_filter(self) -> PathFilter:
+        return PathFilter(self.include, self.exclude)
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in dataclass_fields(self)}
 
 
 @dataclass(frozen=True)
@@ -94,8 +107,11 @@ def _reason_kind(reason: str) -> str:
     return reason.split(" (", 1)[0] if reason.startswith(("not valid UTF-8", "too large")) else reason
 
 
-def walk(paths: Sequence[str | Path]) -> tuple[list[FileEntry], list[tuple[str, str]]]:
-    """Files under `paths` (sorted, symlinks followed once, hidden names skipped) and the skipped entries."""
+def walk(
+    paths: Sequence[str | Path], filters: PathFilter | None = None
+) -> tuple[list[FileEntry], list[tuple[str, str]]]:
+    """Files under `paths` (sorted, symlinks followed once, hidden names and what `filters` leave out skipped)
+    and the skipped entries."""
     entries: list[FileEntry] = []
     skipped: list[tuple[str, str]] = []
     roots = [Path(p) for p in paths]
@@ -110,7 +126,7 @@ def walk(paths: Sequence[str | Path]) -> tuple[list[FileEntry], list[tuple[str, 
             rel = path.name if path == root else path.relative_to(root).as_posix()
             return f"{label}/{rel}" if label else rel
 
-        _walk_one(root, root, doc_id_for, entries, skipped, seen_dirs, seen_files, explicit=True)
+        _walk_one(root, root, doc_id_for, entries, skipped, seen_dirs, seen_files, filters, explicit=True)
     return entries, skipped
 
 
@@ -122,6 +138,7 @@ def _walk_one(
     skipped: list[tuple[str, str]],
     seen_dirs: set[tuple[int, int]],
     seen_files: set[tuple[int, int]],
+    filters: PathFilter | None = None,
     *,
     explicit: bool = False,
 ) -> None:
@@ -140,7 +157,11 @@ def _walk_one(
         skipped.append((str(path), "symlink loop" if exc.errno == 40 else f"cannot stat ({exc.strerror})"))
         return
     key = (st.st_dev, st.st_ino)
+    relative = "" if explicit or not filters else path.relative_to(root).as_posix()
     if path.is_dir():
+        if relative and (pattern := filters.excluded_folder(relative)):
+            skipped.append((str(path), f"excluded by --exclude {pattern}"))
+            return
         if key in seen_dirs:
             skipped.append((str(path), "symlink loop (folder already visited)"))
             return
@@ -156,10 +177,13 @@ def _walk_one(
         for child in children:
             if child.name.startswith("."):
                 continue
-            _walk_one(Path(child.path), root, doc_id_for, entries, skipped, seen_dirs, seen_files)
+            _walk_one(Path(child.path), root, doc_id_for, entries, skipped, seen_dirs, seen_files, filters)
         return
     if not path.is_file():
         skipped.append((str(path), "not a regular file"))
+        return
+    if relative and (reason := filters.left_out(relative)):
+        skipped.append((str(path), reason))
         return
     if key in seen_files:
         return  # the same file reached twice through symlinks: index it once
@@ -224,7 +248,7 @@ def ingest_paths(
         paths = [paths]
     out = Ingested()
     if entries is None:
-        found, out.skipped = walk(paths)
+        found, out.skipped = walk(paths, options.path_filter)
     else:
         found = list(entries)
     out.n_files = len(found)

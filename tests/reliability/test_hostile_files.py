@@ -122,7 +122,7 @@ def test_index_cli_reports_skipped_records(tmp_path: Path, ledger) -> None:
     ledger.record("data files: corpus records", "handled" if ok else "crashed")
     assert ok, result.stdout[-2000:] + result.stderr[-2000:]
     result = cli("index", str(folder), "--name", "hostile2", home=tmp_path / "home")
-    assert f"{3 * n_bad} records skipped in 3 files" in result.stdout
+    assert f"{3 * n_bad} records, messages or attachments skipped in 3 files" in result.stdout
 
 
 @pytest.mark.parametrize(

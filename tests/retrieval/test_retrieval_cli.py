@@ -105,4 +105,5 @@ def test_summary_lists_skipped_files(docs_dir: Path) -> None:
     code, out = run("index", str(docs_dir), "--name", "demo")
     assert code == 0
     assert "1 files skipped: binary file (NUL bytes)" in out and "bin.txt: binary file (NUL bytes)" in out
-    assert "1 records skipped in 1 files" in out and "line 2: invalid JSON" in out
+    assert "1 records, messages or attachments skipped in 1 files" in out
+    assert "rows.jsonl: 1 skipped, first: line 2: invalid JSON" in out

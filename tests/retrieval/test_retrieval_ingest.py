@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,14 +126,7 @@ def test_pdf_with_pypdf(tmp_path: Path) -> None:
 
 
 def test_pdf_without_pypdf_is_skipped_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = builtins.__import__
-
-    def fake_import(name: str, *args, **kwargs):
-        if name == "pypdf":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # importing it now raises ImportError
     (tmp_path / "paper.pdf").write_bytes(_minimal_pdf("Hello"))
     (tmp_path / "note.txt").write_text("some text")
     ingested = ingest_paths(tmp_path)

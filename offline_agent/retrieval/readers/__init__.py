@@ -2,7 +2,9 @@
 
 A reader is any object with the `base.Reader` shape (`name`, `extensions`, `extra`, `read`); `register_reader` adds
 one (a user's own too), and `read_document_file` reads a file with the reader of its suffix. Built in: text
-(`.txt`, `.md`, `.rst`, no suffix), html, records (`.jsonl`, `.json`, `.csv`, `.tsv`) and pdf (the `pdf` extra).
+(`.txt`, `.md`, `.rst`, no suffix), html, records (`.jsonl`, `.json`, `.csv`, `.tsv`), mail (`.eml`, `.mbox`),
+source code and configuration files, and, each with its package extra, pdf, docx, odt, epub and rtf
+(docs/formats.md lists them all).
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ from pathlib import Path
 
 from offline_agent.errors import ConfigError
 from offline_agent.retrieval.readers.base import Document, Fields, Reader, Section, SkipFile, decode_text
+from offline_agent.retrieval.readers.epub import EPUBReader
 from offline_agent.retrieval.readers.html import HTMLReader, html_to_text
+from offline_agent.retrieval.readers.mail import MailReader
+from offline_agent.retrieval.readers.opendocument import ODTReader
 from offline_agent.retrieval.readers.pdf import PDFReader
 from offline_agent.retrieval.readers.records import RecordsReader
+from offline_agent.retrieval.readers.rtf import RTFReader
+from offline_agent.retrieval.readers.source import SourceCodeReader
 from offline_agent.retrieval.readers.text import TextReader, text_title
+from offline_agent.retrieval.readers.word import DocxReader
 
 READERS: dict[str, Reader] = {}
 
@@ -49,7 +57,10 @@ def read_document_file(path: Path, data: bytes, doc_id: str, fields: Fields) -> 
     return reader.read(path, data, doc_id, fields)
 
 
-for _reader in (TextReader(), HTMLReader(), RecordsReader(), PDFReader()):
+for _reader in (
+    TextReader(), HTMLReader(), RecordsReader(), MailReader(), SourceCodeReader(),
+    PDFReader(), DocxReader(), ODTReader(), EPUBReader(), RTFReader(),
+):  # fmt: skip
     register_reader(_reader)
 
 __all__ = [

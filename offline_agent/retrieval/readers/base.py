@@ -7,8 +7,10 @@ JSONL line, a row without text) are returned as notes.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Protocol, runtime_checkable
 
 
@@ -83,3 +85,12 @@ def decode_text(data: bytes) -> str:
 def missing_extra(what: str, package: str, extra: str) -> SkipFile:
     """The SkipFile of a format whose optional reader is not installed, with the command that installs it."""
     return SkipFile(f"{what} needs {package} (pip install 'offline-agent[{extra}]')")
+
+
+def import_extra(module: str, what: str, package: str, extra: str) -> ModuleType:
+    """`module` of the package an optional reader needs, imported; the `missing_extra` SkipFile of the format
+    `what` when the package is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise missing_extra(what, package, extra) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, missing_extra
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 
 PAGE_BREAK = "\n\n"
 
@@ -18,10 +18,7 @@ class PDFReader:
     extra = "pdf"
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        try:
-            import pypdf
-        except ImportError:
-            raise missing_extra("PDF", "pypdf", "pdf") from None
+        pypdf = import_extra("pypdf", "PDF", "pypdf", "pdf")
         try:
             reader = pypdf.PdfReader(io.BytesIO(data))
             if reader.is_encrypted:
