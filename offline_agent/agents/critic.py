@@ -39,7 +39,8 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
-from offline_agent.agents.base import AgentCallbacks, AgentConfig
+from offline_agent.agents.base import AgentCallbacks, RunConfig
+from offline_agent.agents.options import StrategyOptions
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import JsonCall, TurnResult
 from offline_agent.backends.base import Backend
@@ -121,13 +122,14 @@ class CriticAgent(ReActAgent):
         self,
         backend: Backend,
         tools: ToolRegistry,
-        config: AgentConfig | None = None,
+        config: RunConfig | None = None,
         callbacks: AgentCallbacks | None = None,
+        options: StrategyOptions | None = None,
     ) -> None:
-        config = config or AgentConfig()
+        config = config or RunConfig()
         # --max-steps lowers the round limit; the last round is Final-only through the inherited machinery.
         config = replace(config, max_steps=min(config.max_steps, self.max_rounds))
-        super().__init__(backend, tools, config, callbacks)
+        super().__init__(backend, tools, config, callbacks, options)
         self.extract_call = JsonCall(Extraction)
         self.critic_call = JsonCall(Critique)
         self._system = self.prompt_parts("").system

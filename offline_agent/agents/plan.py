@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState, Strategy, call_key
+from offline_agent.agents.base import AgentCallbacks, RunConfig, RunState, Strategy, call_key
+from offline_agent.agents.options import StrategyOptions
 from offline_agent.agents.react import refused_in_final
 from offline_agent.agents.step_runner import JsonCall
 from offline_agent.backends.base import Backend
@@ -115,10 +116,11 @@ class PlanAgent(Strategy):
         self,
         backend: Backend,
         tools: ToolRegistry,
-        config: AgentConfig | None = None,
+        config: RunConfig | None = None,
         callbacks: AgentCallbacks | None = None,
+        options: StrategyOptions | None = None,
     ) -> None:
-        super().__init__(backend, tools, config, callbacks)
+        super().__init__(backend, tools, config, callbacks, options)
         self.plannable = [tool for tool in tools if _plannable(tool)]
         names = tuple(tool.name for tool in self.plannable)
         self.plan_call = JsonCall(plan_model(names)) if names else None
@@ -242,7 +244,7 @@ class PlanAgent(Strategy):
                 self.callbacks.on_tool_start(call.tool, argument)
         with ThreadPoolExecutor(max_workers=min(_PARALLEL, len(calls))) as pool:
             raw = list(pool.map(self._run_call, calls, arguments))
-        budget = max(32, self.config.observation_tokens // 2)
+        budget = max(32, self.options.observation_tokens // 2)
         results = [replace(e, observation=self.fit_observation(e.observation, budget)) for e in raw]
         if self.callbacks.on_tool_end:
             for evidence, argument in zip(results, arguments, strict=True):

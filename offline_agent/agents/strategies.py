@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from offline_agent.agents.base import AgentCallbacks, AgentConfig
+from offline_agent.agents.base import AgentCallbacks, RunConfig
+from offline_agent.agents.options import StrategyOptions
 from offline_agent.agents.react import ReActAgent
 from offline_agent.backends.base import Backend
 from offline_agent.tools.base import ToolRegistry
@@ -38,17 +39,18 @@ class _SingleStepAgent(ReActAgent):
         self,
         backend: Backend,
         tools: ToolRegistry,
-        config: AgentConfig | None = None,
+        config: RunConfig | None = None,
         callbacks: AgentCallbacks | None = None,
+        options: StrategyOptions | None = None,
     ) -> None:
-        config = config or AgentConfig()
+        config = config or RunConfig()
         config = replace(
             config,
             max_steps=1,
             thought_max=max(config.thought_max, self.min_thought_chars),
             max_tokens=max(config.max_tokens, self.min_max_tokens),
         )
-        super().__init__(backend, tools, config, callbacks)
+        super().__init__(backend, tools, config, callbacks, options)
 
 
 class CoTAgent(_SingleStepAgent):

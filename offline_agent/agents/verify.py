@@ -111,6 +111,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from offline_agent.agents.options import VerifyOptions
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import STOP_SEQUENCES, StepRunner, TurnResult
 from offline_agent.answer_form import (
@@ -243,12 +244,14 @@ class VerifyAgent(ReActAgent):
 
     name = "verify"
     prompt_name = "verify"
+    options_type = VerifyOptions
+    options: VerifyOptions
 
     def check_final(self, state: LoopState, record: StepRecord, step: Step, turn: TurnResult) -> str | None:
         refusal = self._check(state, record, step, turn)
         details = record.details
         reason = details.refusal.reason if details is not None and details.refusal is not None else None
-        excluding = self.config.exclude_refused and reason in EXCLUDED_REASONS
+        excluding = self.options.exclude_refused and reason in EXCLUDED_REASONS
         if refusal is not None and excluding and state.grounding is not None:
             assert step.final is not None
             state.grounding.exclude(step.final)
@@ -260,7 +263,7 @@ class VerifyAgent(ReActAgent):
         next step may answer from it."""
         steps = state.trajectory.steps
         details = steps[-1].details if steps else None
-        if not self.config.search_after_refusal or details is None or details.tool is not None:
+        if not self.options.search_after_refusal or details is None or details.tool is not None:
             return False
         return details.refusal is not None and details.refusal.reason in SEARCH_REASONS
 
@@ -336,7 +339,7 @@ class VerifyAgent(ReActAgent):
     def _decided(self, state: LoopState) -> tuple[str, dict[str, str]] | None:
         """The option a comparison rules out (the loser) and the numbers it read, by option; None where the
         question compares nothing measurable or the numbers are not found."""
-        if not self.config.exclude_refused:
+        if not self.options.exclude_refused:
             return None
         measured = self._measured(state.trajectory.question)
         if measured is None:
@@ -370,7 +373,7 @@ class VerifyAgent(ReActAgent):
         # A choice with options: the grammar offers the options only, so a refused first word is not unread text.
         # With exclude_refused, a refused first word may be an answer the run refused as wrong, which the grammar
         # took out: the model meant that answer again, not unread text.
-        excluded = _refused_as_wrong(state, record) if self.config.exclude_refused else []
+        excluded = _refused_as_wrong(state, record) if self.options.exclude_refused else []
         rejections = [rejection for rejection in turn.last_rejections if not _begins_any(rejection[1], excluded)]
         unread = not (earlier or form.options or judged) and refused_first_word(record.raw, rejections)
         if state.grounding is not None and unread:
@@ -435,7 +438,7 @@ class VerifyAgent(ReActAgent):
         shown = self._open(state, record, "open_named", answer, exclude_seen=False, place=place)
         if shown is None:
             return refusal
-        read = self._read_alone(state, record, answer, own) if self.config.read_hop else None
+        read = self._read_alone(state, record, answer, own) if self.options.read_hop else None
         return "\n".join([refusal, DOCUMENT.format(text=shown[0]), *([read] if read else [])])
 
     def _with_found(self, state: LoopState, record: StepRecord, refusal: str) -> str:
