@@ -86,7 +86,7 @@ def test_report_compares_old_and_new_folders(cli, scripted, old: Path, tmp_path:
     folders = [str(old / "react"), str(old / "verify"), str(new)]
     result = CliRunner().invoke(cli, ["report", *folders, "--no-plots", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    rows = [line.split("|")[1:3] for line in result.stdout.splitlines()[2:]]
-    assert [[cell.strip() for cell in row] for row in rows] == [["react", "react"], ["verify", "verify"], ["new", "react"]]
+    rows = [[cell.strip() for cell in line.split("|")[1:3]] for line in result.stdout.splitlines()[2:]]
+    assert rows == [["react", "react"], ["verify", "verify"], ["new", "react"]]
     markdown = (out / "report.md").read_text()
     assert "`new` (" in markdown and "agent react, profile answer," in markdown and "agent verify, model" in markdown

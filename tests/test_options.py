@@ -197,7 +197,8 @@ def test_a_users_strategy_declares_options_of_its_own(patient) -> None:
 
 
 def _answer_react_values() -> dict[str, object]:
-    return {key: value for key, value in ANSWER_BEFORE.items() if key in option_infos(ReActOptions) and key != "grounded"}
+    react = option_infos(ReActOptions)
+    return {key: value for key, value in ANSWER_BEFORE.items() if key in react and key != "grounded"}
 
 
 # ---- profiles ------------------------------------------------------------------------------------------------

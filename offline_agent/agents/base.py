@@ -3,7 +3,9 @@
 A strategy is built as `strategy(backend, tools, config, callbacks, options)` (runner.Session and the evaluation
 call it so; agents.AgentSettings.build does it from names): `config` is the run's RunConfig (run.py: limits,
 sampling, the grammar switch, what every strategy obeys alike), `options` the strategy's own, of its
-`options_type` (options.py; None: their defaults). It answers with `run(question, history) -> Trajectory`.
+`options_type` (options.py; None: their defaults). A strategy does not override the constructor: it may bound the
+run config (`bound_config`), keep some of the tools (`own_tools`) and build what its runs need (`setup`). It
+answers with `run(question, history) -> Trajectory`.
 `Strategy.run` is the same for all of them:
 
     context_for(question, history)   which earlier turns of a chat to show
@@ -74,15 +76,29 @@ class Strategy:
         options: StrategyOptions | None = None,
     ) -> None:
         self.backend = backend
-        self.tools = tools
-        self.config = config or RunConfig()
         self.options = self.options_type() if options is None else options
         if type(self.options) is not self.options_type:
             raise ConfigError(
                 f"strategy {self.name} takes {self.options_type.__name__}, not {type(self.options).__name__}"
             )
+        self.config = self.bound_config(config or RunConfig())
+        self.tools = self.own_tools(tools)
         self.callbacks = callbacks or AgentCallbacks()
         self.runner = StepRunner(backend, self.config, self.callbacks)
+        self.setup()
+
+    # --- what a strategy may change when it is built ------------------------------------------------------------------
+
+    def bound_config(self, config: RunConfig) -> RunConfig:
+        """The run config this strategy runs under (cot and standard take one step, the critic at most 4 rounds)."""
+        return config
+
+    def own_tools(self, tools: ToolRegistry) -> ToolRegistry:
+        """The tools this strategy runs with, of the run's (KnowAgent keeps those its graph calls)."""
+        return tools
+
+    def setup(self) -> None:
+        """Build what the strategy needs for every run (its grammars, its JSON calls), once the seam is built."""
 
     # --- what identifies the run ------------------------------------------------------------------------------------
 

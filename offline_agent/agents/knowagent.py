@@ -42,10 +42,8 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from offline_agent.agents.action_graph import START, ActionGraph, load_action_graph
-from offline_agent.agents.base import AgentCallbacks, RunConfig
 from offline_agent.agents.options import KnowAgentOptions, StrategyOptions
 from offline_agent.agents.react import LoopState, ReActAgent
-from offline_agent.backends.base import Backend
 from offline_agent.details import KnowAgentDetails
 from offline_agent.errors import ConfigError, StepParseError
 from offline_agent.grammar import FINAL, GrammarSpec, StepGrammar, build_grammar
@@ -74,20 +72,10 @@ class KnowAgent(ReActAgent):
     options_type: ClassVar[type[StrategyOptions]] = KnowAgentOptions
     options: KnowAgentOptions
 
-    def __init__(
-        self,
-        backend: Backend,
-        tools: ToolRegistry,
-        config: RunConfig | None = None,
-        callbacks: AgentCallbacks | None = None,
-        options: StrategyOptions | None = None,
-    ) -> None:
-        chosen = self.options_type() if options is None else options
-        graph = chosen.action_graph if isinstance(chosen, KnowAgentOptions) else None  # another type: the seam refuses
-        self.graph: ActionGraph = load_action_graph(graph)
+    def own_tools(self, tools: ToolRegistry) -> ToolRegistry:
+        self.graph: ActionGraph = load_action_graph(self.options.action_graph)
         # Only the graph's tools: the prompt, the grammar and the recorded tool list then agree with the graph.
-        graph_tools = ToolRegistry(self._graph_tool(tools, name) for name in self.graph.tool_names)
-        super().__init__(backend, graph_tools, config, callbacks, options)
+        return ToolRegistry(self._graph_tool(tools, name) for name in self.graph.tool_names)
 
     def _graph_tool(self, tools: ToolRegistry, name: str) -> Tool:
         """The run's tool `name`; a built-in corpus tool the run lacks (retrieve, when the registry was built with

@@ -34,18 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from offline_agent.agents.base import AgentCallbacks, RunConfig, RunState, Strategy, call_key
+from offline_agent.agents.base import RunState, Strategy, call_key
 from offline_agent.agents.options import ReActOptions, StrategyOptions
 from offline_agent.agents.step_runner import TurnResult
 from offline_agent.answer_form import AnswerForm
-from offline_agent.backends.base import Backend
 from offline_agent.details import GroundingDetails, RefusalDetails, ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
 from offline_agent.steps import Action, Step, StepRecord, Trajectory, Usage
-from offline_agent.tools.base import ToolRegistry
 
 # The Thought of the first_search step.
 OPENING_THOUGHT = "First I search for the question itself."
@@ -83,20 +81,12 @@ class ReActAgent(Strategy):
     options_type: ClassVar[type[StrategyOptions]] = ReActOptions
     options: ReActOptions
 
-    def __init__(
-        self,
-        backend: Backend,
-        tools: ToolRegistry,
-        config: RunConfig | None = None,
-        callbacks: AgentCallbacks | None = None,
-        options: StrategyOptions | None = None,
-    ) -> None:
-        super().__init__(backend, tools, config, callbacks, options)
+    def setup(self) -> None:
         c = self.config
         self.spec = GrammarSpec(
-            tools=tools.specs(),
+            tools=self.tools.specs(),
             thought=self.uses_thought,
-            allow_action=self.uses_tools and len(tools) > 0,
+            allow_action=self.uses_tools and len(self.tools) > 0,
             allow_final=True,
             thought_max=c.thought_max,
             argument_max=c.argument_max,
