@@ -16,7 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from offline_agent.agents import AgentConfig
+from offline_agent.agents import RunConfig
 from offline_agent.eval import exact_match
 from offline_agent.eval.corpora import open_eval_corpus
 from offline_agent.eval.datasets import load_dataset
@@ -36,7 +36,7 @@ def run(name: str, records: list, index, corpus: str, backend, limit: int) -> di
     session = Session(backend=backend, index=index, corpus=corpus)
     seconds, ems, evaluated, added, generated = [], [], [], [], []
     for record in records[:limit]:
-        trajectory = session.ask(record.question, AgentConfig())
+        trajectory = session.ask(record.question, RunConfig())
         seconds.append(trajectory.seconds)
         ems.append(exact_match(trajectory.answer, record.answer))
         for before, step in zip(trajectory.steps, trajectory.steps[1:], strict=False):

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offline_agent.agents import AgentConfig
+from offline_agent.agents import RunConfig
 from offline_agent.eval.corpora import open_eval_corpus
 from offline_agent.eval.datasets import load_dataset
 from offline_agent.runner import Session, load_backend, open_index
@@ -83,7 +83,7 @@ def speculative(args: argparse.Namespace) -> int:
         raws = {}
         for key in order:
             started = time.perf_counter()
-            trajectory = Session(backend=backends[key], index=index, corpus=corpus).ask(question, AgentConfig())
+            trajectory = Session(backend=backends[key], index=index, corpus=corpus).ask(question, RunConfig())
             seconds[key].append(time.perf_counter() - started)
             raws[key] = [step.raw for step in trajectory.steps]
             print(

@@ -134,7 +134,7 @@ def raw_speed(path: Path, config: Config, *, pp: int, tg: int, depth: int, repea
 
 def product_speed(path: Path, config: Config, *, repeat: int) -> dict:
     """Prompt and generation tokens/s of LlamaCppBackend.complete on the agent's first-step prompt."""
-    from offline_agent.agents import AgentConfig, ReActAgent
+    from offline_agent.agents import ReActAgent, RunConfig
     from offline_agent.backends.llamacpp import LlamaCppBackend
     from offline_agent.grammar import build_grammar
     from offline_agent.runner import open_index
@@ -153,7 +153,7 @@ def product_speed(path: Path, config: Config, *, repeat: int) -> dict:
         use_mmap=config.load != "read",
     )
     index, _ = open_index(None)
-    agent = ReActAgent(backend, build_tools(index, DEFAULT_TOOLS), AgentConfig())
+    agent = ReActAgent(backend, build_tools(index, DEFAULT_TOOLS), RunConfig())
     grammar = build_grammar(agent.spec).gbnf
     rates: dict[str, list[float]] = {"prompt": [], "free": [], "grammar": []}
     for attempt in range(repeat):

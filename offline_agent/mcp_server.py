@@ -23,10 +23,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from offline_agent import __version__
+from offline_agent._version import __version__
 from offline_agent.errors import ConfigError, OfflineAgentError
+
+if TYPE_CHECKING:
+    from offline_agent.agents import AgentSettings
 
 INSTALL_HINT = "pip install 'offline-agent[mcp]'"
 SAMPLE = "sample"
@@ -113,19 +116,19 @@ class IndexSet:
 
 
 @dataclass
-class AgentSettings:
-    """What `ask` runs with: the model and its backend (built on the first ask), the strategy and its controls."""
+class ServerSettings:
+    """What `ask` runs with: the model and its backend (built on the first ask), and the strategy with its run
+    config and options (agents.AgentSettings; None: AgentSettings(), react under the `plain` profile)."""
 
     model: str | None = None
-    agent: str = "react"
     backend: Any = None  # a cli.options.BackendChoice (None: the default backend and model)
-    config: Any = None  # an AgentConfig
+    settings: AgentSettings | None = None
 
 
 class OfflineAgentTools:
     """The tools' behaviour, apart from the SDK (so it is testable without a transport)."""
 
-    def __init__(self, indexes: IndexSet, settings: AgentSettings, *, backend: Any = None) -> None:
+    def __init__(self, indexes: IndexSet, settings: ServerSettings, *, backend: Any = None) -> None:
         self.indexes = indexes
         self.settings = settings
         self._backend = backend
@@ -153,6 +156,7 @@ class OfflineAgentTools:
         return {"index": name, "query": query, "hits": hits}
 
     def ask(self, question: str, index: str | None = None) -> dict[str, Any]:
+        from offline_agent.agents import AgentSettings
         from offline_agent.runner import Session
 
         if not question or not question.strip():
@@ -160,8 +164,9 @@ class OfflineAgentTools:
         name = self.indexes.resolve(index)
         corpus = self.indexes.open(name)
         with self._model_lock:  # one question at a time: llama.cpp holds one context
-            session = Session(backend=self._load(), index=corpus, corpus=name, agent=self.settings.agent)
-            trajectory = session.ask(question, self.settings.config)
+            chosen = self.settings.settings or AgentSettings()
+            session = Session.from_settings(chosen, backend=self._load(), index=corpus, corpus=name)
+            trajectory = session.ask(question, chosen.config)
         return {
             "answer": trajectory.answer,
             "stop_reason": trajectory.stop_reason,

@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from offline_agent.agents import AgentCallbacks, AgentConfig, Strategy, agent_class
+from offline_agent.agents import AgentCallbacks, AgentSettings, RunConfig, Strategy, StrategyOptions, agent_class
 from offline_agent.agents.consistency import run_samples
 from offline_agent.agents.scope import check_scope, refusal
+from offline_agent.agents.settings import PLAIN
 from offline_agent.backends.registry import BackendOptions, build_backend, env_int
 from offline_agent.errors import ConfigError
 from offline_agent.steps import Trajectory, Turn
@@ -97,32 +98,48 @@ def agent_tools(agent: str | type[Strategy], tools: Sequence[str] = DEFAULT_TOOL
 
 @dataclass
 class Session:
-    """A loaded backend and corpus, reused across questions (each question gets fresh tools and state)."""
+    """A loaded backend and corpus, and the strategy that answers over them with its options, reused across
+    questions (each question gets fresh tools and state, and its own run config).
+
+    `options` are the strategy's (None: its defaults, which are the `plain` profile's); `profile` names the
+    profile they came from, recorded on every trajectory. `Session.from_settings` takes all three from one
+    AgentSettings (agents.agent_settings)."""
 
     backend: Any
     index: Any | None
     corpus: str | None
     agent: str = "react"
     tools: tuple[str, ...] = DEFAULT_TOOLS
+    options: StrategyOptions | None = None
+    profile: str = PLAIN
+
+    def __post_init__(self) -> None:
+        self.options = AgentSettings(self.agent, self.profile, options=self.options).options  # checks the type
+
+    @classmethod
+    def from_settings(
+        cls, settings: AgentSettings, *, backend: Any, index: Any | None, corpus: str | None, **fields: Any
+    ) -> Session:
+        """A session running `settings`' strategy with its options (ask with `settings.config`)."""
+        return cls(backend, index, corpus, settings.agent, options=settings.options, profile=settings.profile, **fields)
 
     def ask(
         self,
         question: str,
-        config: AgentConfig | None = None,
+        config: RunConfig | None = None,
         callbacks: AgentCallbacks | None = None,
         history: Sequence[Turn] = (),
     ) -> Trajectory:
-        """Answer `question`; `history` holds the earlier turns of a chat (the agent picks which to show)."""
+        """Answer `question` under `config` (None: RunConfig()); `history` holds the earlier turns of a chat (the
+        agent picks which to show)."""
         if not question or not question.strip():
             raise ConfigError("the question is empty")
         strategy = agent_class(self.agent)
-        search = (config or AgentConfig()).search_settings()
-        config = config or AgentConfig()
+        config = config or RunConfig()
         question = question.strip()
 
-        def run(run_config: AgentConfig) -> Trajectory:
-            tools = build_tools(self.index, agent_tools(strategy, self.tools), search, question)
-            agent = strategy(self.backend, tools, run_config, callbacks)
+        def run(run_config: RunConfig) -> Trajectory:
+            agent = strategy(self.backend, self._tools(strategy, question), run_config, callbacks, self.options)
             return agent.run(question, history) if history else agent.run(question)
 
         verdict = None
@@ -135,12 +152,17 @@ class Session:
         if verdict is not None:
             trajectory.scope = _scope_entry(verdict)
         trajectory.corpus = self.corpus
+        trajectory.profile = self.profile
         return trajectory
 
-    def _refused(self, strategy: type[Strategy], config: AgentConfig, question: str, verdict: Any) -> Trajectory:
+    def _tools(self, strategy: type[Strategy], question: str) -> Any:
+        """Fresh tools for one run, showing what the strategy's options say a search shows."""
+        assert self.options is not None
+        return build_tools(self.index, agent_tools(strategy, self.tools), self.options.search_settings(), question)
+
+    def _refused(self, strategy: type[Strategy], config: RunConfig, question: str, verdict: Any) -> Trajectory:
         """The trajectory of a question refused as out of scope: the check is its only step, the refusal its answer."""
-        tools = build_tools(self.index, agent_tools(strategy, self.tools), config.search_settings(), question)
-        agent = strategy(self.backend, tools, config)
+        agent = strategy(self.backend, self._tools(strategy, question), config, None, self.options)
         trajectory = agent.new_trajectory(question, agent.prompt_parts(question), [])
         verdict.record.final = refusal(config.scope or "")
         # The check's details, of the strategy's type, so the trajectory reads back as it was written.
@@ -152,6 +174,7 @@ class Session:
         trajectory.seconds = verdict.record.seconds
         trajectory.scope = _scope_entry(verdict)
         trajectory.corpus = self.corpus
+        trajectory.profile = self.profile
         return trajectory
 
 

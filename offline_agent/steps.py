@@ -214,6 +214,10 @@ class Trajectory:
     votes: dict[str, int] = field(default_factory=dict)
     # The scope check before the first step (agents/scope.py): how it was decided, and its cost; None without one.
     scope: dict[str, Any] | None = None
+    # The strategy's options (agents/options.py) and the settings profile they started from (None: a run made
+    # outside a Session, or recorded before profiles); empty for runs recorded before strategies had options.
+    profile: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def intermediate_steps(self) -> list[tuple[Action, str]]:

@@ -11,8 +11,10 @@ Two recordings live in tests/golden/strategies/:
   another reruns the model and compares the step texts (see that test's note on numerics).
 
 "Normalised" drops what differs between two runs of the same thing: seconds, timings, the start time, the version,
-and how long a grounded step's grammar took to build. Calls to the backend's `warm` (the shared prompt start) are
-recorded with the calls, as {"warm": hash}.
+and how long a grounded step's grammar took to build; and the two fields trajectories gained after these were
+recorded, the strategy's options and their profile (tests/test_options.py checks what they record). A scenario's
+settings are flat (run config and options together), read as `agent_settings(agent, "plain", **settings)`. Calls
+to the backend's `warm` (the shared prompt start) are recorded with the calls, as {"warm": hash}.
 
 Record again (only when a change of behaviour is intended, and say so in the commit):
     nice -n 19 .venv/bin/python tests/strategy_golden.py record [scripted|smollm]
@@ -30,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,15 @@ GOLDEN = HERE / "golden" / "strategies"
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from offline_agent.agents import ANSWER_DEFAULTS, DEFAULT_AGENT, AgentCallbacks, AgentConfig, agent_class  # noqa: E402
+from offline_agent.agents import (  # noqa: E402
+    AgentCallbacks,
+    AgentSettings,
+    RunConfig,
+    agent_class,
+    agent_settings,
+    option_infos,
+    profile_named,
+)
 from offline_agent.backends import ScriptedBackend  # noqa: E402
 from offline_agent.backends.base import gbnf_of  # noqa: E402
 from offline_agent.errors import ContextOverflowError  # noqa: E402
@@ -72,7 +82,7 @@ def grammar_sha(grammar: Any) -> str | None:
 def normalise(trajectory: Trajectory) -> dict[str, Any]:
     """The trajectory's JSON form without what two runs of the same thing do not share."""
     data = json.loads(trajectory.to_json())
-    for key in ("seconds", "started_at", "version"):
+    for key in ("seconds", "started_at", "version", "options", "profile"):
         data.pop(key, None)
     for step in data["steps"]:
         step.pop("seconds", None)
@@ -758,17 +768,25 @@ SCENARIOS += [
 ]
 
 
+def scenario_settings(name: str, flat: dict[str, Any]) -> AgentSettings:
+    """A scenario's flat settings as `name`'s settings under the plain profile. Settings the strategy does not
+    declare are dropped: they were recorded when every strategy took every setting (plan was given react's
+    first_search and min_searches, and never read them)."""
+    known = {*(item.name for item in fields(RunConfig)), *option_infos(agent_class(name).options_type)}
+    return agent_settings(name, "plain", **{key: value for key, value in flat.items() if key in known})
+
+
 def run_scenario(scenario: Scenario, index: Any) -> dict[str, Any]:
     backend = Recorder(OverflowingScripted(scenario.outputs), keep_prompt_tail=400)
     strategy = agent_class(scenario.agent)
     log = EventLog()
-    config = AgentConfig(**scenario.config)
+    settings = scenario_settings(scenario.agent, scenario.config)
     try:
         if scenario.session:
-            session = Session(backend=backend, index=index, corpus="tiny", agent=scenario.agent)
-            trajectory = session.ask(scenario.question, config, log.callbacks(), scenario.history)
+            session = Session.from_settings(settings, backend=backend, index=index, corpus="tiny")
+            trajectory = session.ask(scenario.question, settings.config, log.callbacks(), scenario.history)
         else:
-            agent = strategy(backend, build_tools(index, agent_tools(strategy)), config, log.callbacks())
+            agent = settings.build(backend, build_tools(index, agent_tools(strategy)), log.callbacks())
             trajectory = (
                 agent.run(scenario.question, scenario.history) if scenario.history else agent.run(scenario.question)
             )
@@ -803,7 +821,7 @@ def real_questions() -> list[str]:
 
 
 def real_runs() -> list[tuple[str, str, list[Turn], dict[str, Any]]]:
-    """(strategy, question, history, settings beyond real_config) of every recorded real run, in the order they run."""
+    """(strategy, question, history, settings beyond real_settings) of every recorded real run, in run order."""
     questions = real_questions()
     runs: list[tuple[str, str, list[Turn], dict[str, Any]]] = [
         (name, question, [], {}) for name in STRATEGIES for question in questions
@@ -820,12 +838,13 @@ def real_runs() -> list[tuple[str, str, list[Turn], dict[str, Any]]]:
         ("knowagent", questions[2], [], {"grounded": True, "first_search": True}),
     ]
     # the product's defaults (the CLI's): verify with grounded, answer-form Finals and sentence evidence with links
-    runs += [(DEFAULT_AGENT, question, [], dict(ANSWER_DEFAULTS)) for question in questions]
+    answer = profile_named("answer")
+    runs += [(answer.agent, question, [], dict(answer.options)) for question in questions]
     return runs
 
 
-def real_config(**settings: Any) -> AgentConfig:
-    return AgentConfig(max_steps=4, temperature=0.0, seed=0, **settings)
+def real_settings(name: str, **settings: Any) -> AgentSettings:
+    return agent_settings(name, "plain", max_steps=4, temperature=0.0, seed=0, **settings)
 
 
 def sample_index() -> Any:
@@ -863,7 +882,7 @@ def run_real(
             backend.llm.reset()
         recorder = Recorder(backend, keep_completion=True)
         strategy = agent_class(name)
-        agent = strategy(recorder, build_tools(index, agent_tools(strategy)), real_config(**settings))
+        agent = real_settings(name, **settings).build(recorder, build_tools(index, agent_tools(strategy)))
         trajectory = agent.run(question, history) if history else agent.run(question)
         runs.append(
             {
@@ -886,7 +905,7 @@ def replay_real(recorded: dict[str, Any], index: Any) -> list[dict[str, Any]]:
     for run in recorded["runs"]:
         backend = ReplayBackend(run.get("backend", recorded["backend"]), run["calls"], run["counts"])
         strategy = agent_class(run["agent"])
-        agent = strategy(backend, build_tools(index, agent_tools(strategy)), real_config(**run["settings"]))
+        agent = real_settings(run["agent"], **run["settings"]).build(backend, build_tools(index, agent_tools(strategy)))
         history = [Turn.from_dict(turn) for turn in run["history"]]
         trajectory = agent.run(run["question"], history) if history else agent.run(run["question"])
         assert backend.position == len(run["calls"]), f"{run['agent']}: fewer calls than recorded"

@@ -55,23 +55,29 @@ def cli_env(home: Path | None = None) -> dict[str, str]:
     return env
 
 
-def plain_settings() -> dict[str, Any]:
-    """EvalOptions fields for react with AgentConfig()'s answer settings (no grounding, no checks, passage heads):
-    the plain engine that tests written for its steps run, now that eval, ask and chat default to verify with
-    ANSWER_DEFAULTS."""
-    from offline_agent.agents import ANSWER_DEFAULTS, AgentConfig
+def plain_settings(agent: str = "react", **values: Any) -> dict[str, Any]:
+    """EvalOptions fields for `agent` (react) under the plain profile (no grounding, no checks, passage heads, every
+    option at its strategy's default), with `values` (run settings or options) on top: the plain engine that tests
+    written for its steps run, now that eval, ask and chat default to the answer profile."""
+    from offline_agent.agents import agent_settings
 
-    plain = AgentConfig()
-    return {"agent": "react", **{key: getattr(plain, key) for key in ANSWER_DEFAULTS}}
+    return {"settings": agent_settings(agent, "plain", **values)}
 
 
 def plain_flags() -> list[str]:
     """The same as command-line options of ask, chat and eval."""
-    flags: list[str] = []
-    for key, value in plain_settings().items():
-        name = "snippets" if key == "snippet" else key.replace("_", "-")
-        if isinstance(value, bool):
-            flags.append(f"--{name}" if value else f"--no-{name}")
-        else:
-            flags += [f"--{name}", str(value)]
-    return flags
+    return ["--profile", "plain"]
+
+
+def make_agent(kind: Any, backend: Any, tools: Any, callbacks: Any = None, **values: Any) -> Any:
+    """A strategy (a registered name or a class) over `backend` and `tools`, every option at its default and
+    `values` on top: run settings (max_steps, grammar, ...) go to its RunConfig, the others are its options."""
+    from offline_agent.agents import RunConfig, agent_class
+    from offline_agent.agents.options import make_options
+    from offline_agent.agents.settings import RUN_KEYS
+
+    strategy = agent_class(kind) if isinstance(kind, str) else kind
+    config = RunConfig(**{key: value for key, value in values.items() if key in RUN_KEYS})
+    chosen = {key: value for key, value in values.items() if key not in RUN_KEYS}
+    options = make_options(strategy.options_type, chosen, owner=f"strategy {strategy.name}")
+    return strategy(backend, tools, config, callbacks, options)

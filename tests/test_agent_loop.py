@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
+import support
 
 from offline_agent import __version__
-from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent
+from offline_agent.agents import AgentCallbacks, ReActAgent, RunConfig
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ConfigError, ContextOverflowError
 from offline_agent.runner import Session
@@ -17,7 +18,7 @@ from offline_agent.tools import build_tools
 
 def make_agent(index, outputs, **config) -> tuple[ReActAgent, ScriptedBackend]:
     backend = ScriptedBackend(outputs)
-    return ReActAgent(backend, build_tools(index), AgentConfig(**config)), backend
+    return support.make_agent(ReActAgent, backend, build_tools(index), **config), backend
 
 
 def test_final_at_once(tiny_index) -> None:
@@ -219,7 +220,7 @@ def test_timeout_stops_between_steps(tiny_index) -> None:
     backend = SlowBackend(["Thought: a\nAction: search[Warsaw]"] * 5)
     # Room for the first step on a loaded machine (0.12 s was not, with an evaluation running beside the tests);
     # five steps take 1.5 s.
-    agent = ReActAgent(backend, build_tools(tiny_index), AgentConfig(max_seconds=0.9, max_steps=5))
+    agent = ReActAgent(backend, build_tools(tiny_index), RunConfig(max_seconds=0.9, max_steps=5))
     trajectory = agent.run("q")
     assert trajectory.stop_reason == "timeout" and 1 <= len(trajectory.steps) < 5
 
@@ -249,7 +250,7 @@ def test_a_step_that_would_leave_the_next_no_room_may_only_answer(tiny_index) ->
         "Thought: b\nFinal: Warsaw",
     ]
     backend = ScriptedBackend(outputs, context_size=300 + 10 + 2 * (100 + 48) + 2 * 64 - 1)
-    agent = ReActAgent(backend, build_tools(tiny_index), AgentConfig(max_tokens=64, observation_tokens=100))
+    agent = support.make_agent(ReActAgent, backend, build_tools(tiny_index), max_tokens=64, observation_tokens=100)
     trajectory = agent.run("q")
     assert trajectory.stop_reason == "final" and trajectory.answer == "Warsaw"
     first, second = trajectory.steps
@@ -257,7 +258,7 @@ def test_a_step_that_would_leave_the_next_no_room_may_only_answer(tiny_index) ->
     assert "Action: " not in backend.calls[1].grammar
     more = ["Thought: b\nAction: search[Warsaw]", "Thought: c\nFinal: Warsaw"]
     backend = ScriptedBackend(outputs[:1] + more, context_size=backend.context_size + 1)
-    trajectory = ReActAgent(backend, build_tools(tiny_index), agent.config).run("q")
+    trajectory = ReActAgent(backend, build_tools(tiny_index), agent.config, None, agent.options).run("q")
     assert not trajectory.steps[1].final_only  # one token more, and it may search
 
 
@@ -280,7 +281,7 @@ def test_callbacks_see_every_step(tiny_index) -> None:
         on_step=seen["step"].append,
     )
     backend = ScriptedBackend(["Thought: a\nAction: search[Warsaw]", "Thought: b\nFinal: Poland"])
-    ReActAgent(backend, build_tools(tiny_index), AgentConfig(), callbacks).run("q")
+    ReActAgent(backend, build_tools(tiny_index), RunConfig(), callbacks).run("q")
     assert seen["start"] == [(0, False), (1, False)]
     assert seen["tool"] == [("search", "Warsaw")]
     assert len(seen["step"]) == 2 and "".join(seen["token"]).startswith("Thought: a")
@@ -329,7 +330,7 @@ def test_session_gives_each_question_fresh_tools(tiny_index) -> None:
 @pytest.mark.parametrize("bad", [dict(max_steps=0), dict(max_seconds=0), dict(max_tokens=3), dict(temperature=-1)])
 def test_bad_config(bad) -> None:
     with pytest.raises(ConfigError):
-        AgentConfig(**bad)
+        RunConfig(**bad)
 
 
 def test_trajectory_round_trip(tiny_index) -> None:

@@ -4,8 +4,9 @@ driven by the scripted backend over the tiny corpus."""
 from __future__ import annotations
 
 import pytest
+from support import make_agent
 
-from offline_agent.agents import AgentConfig, ReActAgent, agent_class
+from offline_agent.agents import ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
 from offline_agent.answer_form import (
     answer_form,
@@ -171,7 +172,7 @@ def make(index, outputs, agent: type = VerifyAgent, **config):
     backend = ScriptedBackend(outputs)
     # Four passages a search (the whole tiny corpus, when the words match), so that the answer's document is read.
     settings = {"grounded": True, "answer_form": True, "search_k": 4, **config}
-    return agent(backend, build_tools(index), AgentConfig(**settings)), backend
+    return make_agent(agent, backend, build_tools(index), **settings), backend
 
 
 def index_of(folder, documents: dict[str, str]):
@@ -1081,44 +1082,6 @@ def test_asks_for_lets_an_answer_of_that_kind_stand(tiny_index) -> None:
     agent, _ = make(tiny_index, ["Thought: a\nAction: search[Vistula Warsaw]", "Thought: b\nFinal: Vistula"])
     trajectory = agent.run("Which river flows through Warsaw?")
     assert trajectory.answer == "Vistula" and len(trajectory.steps) == 2
-
-
-def command_context(command: str, args: list[str]):
-    """The click context of `offline-agent COMMAND ARGS` as the CLI parses it, under the main group's context (a
-    command parsed alone would cache a help option without -h, which the help tests then miss)."""
-    import click
-
-    from offline_agent.cli import _register, cli
-
-    _register()
-    parent = click.Context(cli, info_name="offline-agent", **cli.context_settings)
-    return cli.commands[command].make_context(command, args, parent=parent)
-
-
-@pytest.mark.parametrize("command", ["ask", "chat", "mcp"])
-def test_the_commands_default_to_the_measured_answer_settings(command: str) -> None:
-    """ask, chat and mcp build their AgentConfig from their options; with none given it is default_config() and
-    the strategy is verify (eval: the next test)."""
-    from offline_agent.agents import DEFAULT_AGENT, default_config
-    from offline_agent.cli.options import agent_config
-
-    ctx = command_context(command, ["a question"] if command == "ask" else [])
-    params = {key: value for key, value in ctx.params.items() if key != "scope"}
-    assert params["agent"] == DEFAULT_AGENT == "verify"
-    assert agent_config(params) == default_config()
-
-
-def test_eval_options_default_to_the_measured_answer_settings(tmp_path) -> None:
-    from offline_agent.agents import ANSWER_DEFAULTS, DEFAULT_AGENT, default_config
-    from offline_agent.eval.runner import EvalOptions
-
-    options = EvalOptions(dataset=tmp_path / "questions.jsonl")
-    assert options.agent == DEFAULT_AGENT and options.agent_config() == default_config()
-    ctx = command_context("eval", [str(tmp_path)])
-    assert ctx.params["agent"] == DEFAULT_AGENT
-    assert {key: ctx.params[key] for key in ANSWER_DEFAULTS} == ANSWER_DEFAULTS
-    # the plain engine stays what the scripted tests and recorded runs pin
-    assert AgentConfig().grounded is False and AgentConfig().snippet == "head"
 
 
 # ---- compare -------------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@ grounded Finals, refused lookup repeats, and what the trajectory records of each
 
 from __future__ import annotations
 
-from offline_agent.agents import AgentConfig, ReActAgent
+from support import make_agent
+
+from offline_agent.agents import ReActAgent
 from offline_agent.backends.scripted import ScriptedBackend
 from offline_agent.grammar import GbnfChecker
 from offline_agent.tools import build_tools
@@ -14,7 +16,7 @@ QUESTION = "In which city was Marie Curie born?"
 def _run(tiny_index, outputs, **config):
     backend = ScriptedBackend(outputs)
     config = {"max_steps": 4, **config}
-    agent = ReActAgent(backend, build_tools(tiny_index, question=QUESTION), AgentConfig(**config))
+    agent = make_agent(ReActAgent, backend, build_tools(tiny_index, question=QUESTION), **config)
     return agent.run(QUESTION), backend
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from test_llamacpp_model import QUESTIONS, agent_prompts
 
-from offline_agent.agents import AgentConfig, ReActAgent
+from offline_agent.agents import ReActAgent, RunConfig
 from offline_agent.backends import Backend, BackendCapabilities, ScriptedBackend
 from offline_agent.errors import ContextOverflowError
 from offline_agent.parse import StepParser
@@ -278,7 +278,7 @@ def test_context_overflow_is_an_error(backend) -> None:
 @pytest.mark.model
 @pytest.mark.parametrize("backend", REAL, indirect=True)
 def test_an_agent_run_has_no_format_errors(backend, sample_index) -> None:
-    agent = ReActAgent(backend, build_tools(sample_index), AgentConfig(max_steps=3, max_tokens=128))
+    agent = ReActAgent(backend, build_tools(sample_index), RunConfig(max_steps=3, max_tokens=128))
     trajectory = agent.run(QUESTIONS[1])
     assert trajectory.stop_reason in ("final", "max_steps"), trajectory.error
     assert all(step.parse_error is None for step in trajectory.steps)

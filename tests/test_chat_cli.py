@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from support import plain_flags
 
-from offline_agent.agents import AgentConfig
+from offline_agent.agents import RunConfig
 from offline_agent.backends import ScriptedBackend
 from offline_agent.cli.chat import ChatLoop
 from offline_agent.runner import Session
@@ -126,7 +126,7 @@ class InterruptOnce(ScriptedBackend):
 
 def test_ctrl_c_during_a_question_abandons_it_only(tiny_index, capsys) -> None:
     backend = InterruptOnce(["Thought: c\nFinal: Vistula"])
-    loop = ChatLoop(Session(backend=backend, index=tiny_index, corpus="tiny"), AgentConfig(), quiet=True)
+    loop = ChatLoop(Session(backend=backend, index=tiny_index, corpus="tiny"), RunConfig(), quiet=True)
     loop.run(io.StringIO(f"{FIRST}\n{SECOND}\n"), interactive=False)
     out, err = capsys.readouterr()
     assert out == "Vistula\n" and "interrupted: question abandoned" in err
@@ -140,14 +140,14 @@ class CtrlCAtPrompt(io.StringIO):
 
 
 def test_ctrl_c_at_the_prompt_ends_the_chat_cleanly(tiny_index, capsys) -> None:
-    loop = ChatLoop(Session(backend=ScriptedBackend(), index=tiny_index, corpus="tiny"), AgentConfig())
+    loop = ChatLoop(Session(backend=ScriptedBackend(), index=tiny_index, corpus="tiny"), RunConfig())
     loop.run(CtrlCAtPrompt(), interactive=True)  # returns: no exception, no traceback
     assert capsys.readouterr().err.startswith("> ")
 
 
 def test_a_terminal_gets_a_prompt_on_stderr(tiny_index, capsys) -> None:
     backend = ScriptedBackend(["Thought: b\nFinal: Warsaw"])
-    loop = ChatLoop(Session(backend=backend, index=tiny_index, corpus="tiny"), AgentConfig(), quiet=True)
+    loop = ChatLoop(Session(backend=backend, index=tiny_index, corpus="tiny"), RunConfig(), quiet=True)
     loop.run(io.StringIO(f"{FIRST}\n"), interactive=True)
     out, err = capsys.readouterr()
     assert out == "Warsaw\n" and err.count("> ") == 2
@@ -199,7 +199,7 @@ def test_eval_records_the_controls_in_config_json(cli, tiny_corpus: Path, script
     assert result.exit_code == 0, result.output
     config = json.loads((out / "config.json").read_text())
     assert config["agent_config"]["budget_hint"] is False and config["agent_config"]["early_stopping"] == "force"
-    assert config["options"]["budget_hint"] is False
+    assert config["options"]["settings"]["config"]["budget_hint"] is False and config["profile"] == "answer"
     # the same folder with other controls is refused, naming the field
     again = CliRunner().invoke(cli, args, prog_name="offline-agent")
     assert again.exit_code == 1 and "agent_config.early_stopping: 'force' there, 'generate' now" in again.stderr
@@ -217,7 +217,7 @@ def test_a_run_folder_from_before_the_controls_resumes_as_it_was(cli, tiny_corpu
     config = json.loads((out / "config.json").read_text())
     for key in ("early_stopping", "budget_hint"):
         del config["agent_config"][key]
-        del config["options"][key]
+        del config["options"]["settings"]["config"][key]
     (out / "config.json").write_text(json.dumps(config))
     refused = CliRunner().invoke(cli, [*args, "--budget-hint"])
     assert refused.exit_code == 1 and "agent_config.budget_hint: False there, True now" in refused.stderr

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support import make_agent
 
-from offline_agent.agents import AgentConfig
 from offline_agent.agents.verify import VerifyAgent
 from offline_agent.backends import ScriptedBackend
 from offline_agent.checks import DEFAULT_CHECKS, DEFAULT_REWRITES, AnswerRewrite, Candidate, Check, FinalCheck, Refusal
@@ -23,7 +23,7 @@ SETTINGS = {"grounded": True, "answer_form": True, "search_k": 4}
 
 def run(agent_type: type, tools: ToolRegistry, outputs: list[str], question: str, **config: Any):
     backend = ScriptedBackend(outputs)
-    agent = agent_type(backend, tools, AgentConfig(**{**SETTINGS, **config}))
+    agent = make_agent(agent_type, backend, tools, **{**SETTINGS, **config})
     return agent.run(question), backend
 
 

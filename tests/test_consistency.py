@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from offline_agent.agents import AgentConfig
+from offline_agent.agents import RunConfig
 from offline_agent.agents.consistency import vote
 from offline_agent.backends.scripted import ScriptedBackend
 from offline_agent.runner import Session
@@ -25,7 +25,7 @@ def test_three_samples_answer_by_majority_and_keep_every_run(tiny_index) -> None
         ]
     )
     session = Session(backend=backend, index=tiny_index, corpus="tiny")
-    trajectory = session.ask("Where was Marie Curie born?", AgentConfig(samples=3, max_steps=3))
+    trajectory = session.ask("Where was Marie Curie born?", RunConfig(samples=3, max_steps=3))
     assert trajectory.answer == "Warsaw" and trajectory.stop_reason == "final"
     assert [s["answer"] for s in trajectory.samples] == ["Paris", "Warsaw", "warsaw"]
     assert trajectory.votes == {"paris": 1, "warsaw": 2}
@@ -38,6 +38,6 @@ def test_three_samples_answer_by_majority_and_keep_every_run(tiny_index) -> None
 
 def test_one_sample_is_an_ordinary_run(tiny_index) -> None:
     backend = ScriptedBackend(["Thought: x\nFinal: Warsaw"])
-    trajectory = Session(backend=backend, index=tiny_index, corpus="tiny").ask("Where?", AgentConfig())
+    trajectory = Session(backend=backend, index=tiny_index, corpus="tiny").ask("Where?", RunConfig())
     assert trajectory.samples == [] and trajectory.votes == {}
     assert trajectory.steps[0].details is None or trajectory.steps[0].details.sample is None

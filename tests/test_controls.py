@@ -7,8 +7,9 @@ import io
 import json
 
 import pytest
+import support
 
-from offline_agent.agents import AgentCallbacks, AgentConfig, ReActAgent, agent_class
+from offline_agent.agents import AgentCallbacks, ReActAgent, RunConfig, agent_class
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ConfigError
 from offline_agent.eval.results import config_differences
@@ -23,7 +24,7 @@ SEARCH_CURIE = "Thought: c\nAction: search[Marie Curie]"
 
 def make_agent(index, outputs, callbacks=None, **config) -> tuple[ReActAgent, ScriptedBackend]:
     backend = ScriptedBackend(outputs)
-    return ReActAgent(backend, build_tools(index), AgentConfig(**config), callbacks), backend
+    return support.make_agent(ReActAgent, backend, build_tools(index), callbacks, **config), backend
 
 
 # ---- early stopping ------------------------------------------------------------------------------------------
@@ -56,7 +57,7 @@ def test_force_still_takes_a_final_on_the_last_step(tiny_index) -> None:
 
 def test_unknown_early_stopping_lists_the_choices() -> None:
     with pytest.raises(ConfigError, match=r"unknown early_stopping 'stop'; choose from \['generate', 'force'\]"):
-        AgentConfig(early_stopping="stop")
+        RunConfig(early_stopping="stop")
 
 
 # ---- the step budget hint -------------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ def test_context_for_is_a_hook(tiny_index) -> None:
 )
 def test_every_strategy_shows_the_history(name: str, output: str, tiny_index) -> None:
     backend = ScriptedBackend([output])
-    agent = agent_class(name)(backend, build_tools(tiny_index), AgentConfig())
+    agent = agent_class(name)(backend, build_tools(tiny_index), RunConfig())
     trajectory = agent.run("And where was he born?", HISTORY[3:4])
     assert (
         "Question: Who shared her 1903 prize?\nAnswer: Pierre Curie\n\nQuestion: And where" in backend.calls[0].prompt
@@ -247,7 +248,7 @@ def test_every_strategy_shows_the_history(name: str, output: str, tiny_index) ->
 def test_session_passes_the_history(tiny_index) -> None:
     backend = ScriptedBackend(["Thought: d\nFinal: Paris"])
     session = Session(backend=backend, index=tiny_index, corpus="tiny")
-    trajectory = session.ask("Where was he born?", AgentConfig(), None, history=HISTORY[3:4])
+    trajectory = session.ask("Where was he born?", RunConfig(), None, history=HISTORY[3:4])
     assert trajectory.history == HISTORY[3:4] and "Answer: Pierre Curie" in backend.calls[0].prompt
 
 
@@ -268,12 +269,12 @@ def test_a_trajectory_written_before_these_controls_still_loads(tiny_index) -> N
 
 
 def test_an_old_run_config_compares_as_the_behaviour_it_had() -> None:
-    from dataclasses import asdict
+    from offline_agent.agents import agent_settings
 
     def config(**agent_config) -> dict:
         return {"agent_config": agent_config, "seed": 0, "backend": "llamacpp"}
 
-    now = asdict(AgentConfig())
+    now = agent_settings("react", "plain").flat()
     old = {key: value for key, value in now.items() if key not in ("early_stopping", "budget_hint")}
     # runs written before had no budget hint (now the default), a Final-only last step, and no backend field
     # (they all ran in llama.cpp)

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import support
 from support import cli_env
 
-from offline_agent.agents import AGENTS, AgentConfig, agent_class
+from offline_agent.agents import AGENTS, RunConfig, agent_class, agent_settings
 from offline_agent.agents.critic import CriticAgent, Critique, Extraction, Memory
 from offline_agent.backends import ScriptedBackend
 from offline_agent.details import CritiqueDetails, ExtractionDetails
@@ -27,7 +28,7 @@ RIVER = "The Vistula river flows through Warsaw."
 
 def make_agent(index, outputs, **config) -> tuple[CriticAgent, ScriptedBackend]:
     backend = ScriptedBackend(outputs)
-    return CriticAgent(backend, build_tools(index), AgentConfig(**config)), backend
+    return support.make_agent(CriticAgent, backend, build_tools(index), **config), backend
 
 
 def facts(*found: str, useful: bool = True) -> str:
@@ -338,7 +339,7 @@ def test_registered_and_usable_through_a_session(tiny_index) -> None:
     assert AGENTS["critic"] is CriticAgent and agent_class("critic") is CriticAgent
     backend = ScriptedBackend(["Thought: x\nAction: search[Marie Curie]", facts(BORN), verdict(True, answer="Warsaw")])
     session = Session(backend=backend, index=tiny_index, corpus="tiny", agent="critic")
-    trajectory = session.ask("Where was Marie Curie born?", AgentConfig())
+    trajectory = session.ask("Where was Marie Curie born?", RunConfig())
     assert trajectory.agent == "critic" and trajectory.answer == "Warsaw" and trajectory.corpus == "tiny"
 
 
@@ -360,7 +361,9 @@ def test_an_evaluation_run_counts_the_json_calls(tiny_corpus: Path, tmp_path: Pa
         ]
     )
     out = tmp_path / "run"
-    summary = run_evaluation(EvalOptions(dataset=questions, pool=tiny_corpus, out=out, agent="critic"), backend=backend)
+    summary = run_evaluation(
+        EvalOptions(dataset=questions, pool=tiny_corpus, out=out, settings=agent_settings("critic")), backend=backend
+    )
     (result,) = RunFolder(out).read_results()
     assert result["prediction"] == "Vistula" and result["em"] == 1.0 and result["support_recall"] == 1.0
     assert summary["tokens"]["prompt"] == sum(backend.count_tokens(call.prompt) for call in backend.calls)

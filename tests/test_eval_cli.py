@@ -59,7 +59,9 @@ def test_help_lists_the_options(cli) -> None:
         "DATASET",
         "--model",
         "--agent",
-        "react|act|cot|standard",
+        "act|cot|critic|knowagent",
+        "--profile",
+        "KEY=VALUE",
         "--setting",
         "distractor|pooled",
         "--pool",
@@ -140,7 +142,6 @@ def test_another_config_in_the_same_folder(cli, questions: Path, tiny_corpus: Pa
             [],
             "duplicate id 'a'",
         ),
-        ('{"id": "a", "question": "q", "answer": "x"}\n', ["--agent", "reflexion"], "unknown agent 'reflexion'"),
         ('{"id": "a", "question": "q", "answer": "x"}\n', ["--setting", "distractor"], "needs each question's context"),
     ],
 )

@@ -13,6 +13,7 @@ from test_eval_cli import cli  # noqa: F401  (the fixture)
 from test_eval_datasets import write_hotpot
 from test_eval_runner import QUESTIONS, options, outputs
 
+from offline_agent.agents import agent_settings
 from offline_agent.backends import ScriptedBackend
 from offline_agent.eval.report import comparison_table, load_run, markdown_table, render_markdown
 from offline_agent.eval.results import ResultsError
@@ -39,7 +40,7 @@ def runs(tmp_path: Path, tiny_corpus: Path) -> list[Path]:
         backend=ScriptedBackend(outputs("q1", "q2", "q3")),
     )
     run_evaluation(
-        EvalOptions(questions, pool=tiny_corpus, out=standard, agent="standard"),
+        EvalOptions(questions, pool=tiny_corpus, out=standard, settings=agent_settings("standard")),
         backend=ScriptedBackend(["Final: Vistula", "Final: Pierre Curie", "Final: Baltic"]),
     )
     return [react, standard]

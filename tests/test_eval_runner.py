@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from support import plain_settings
 
+from offline_agent.agents import agent_settings
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ModelError, OfflineAgentError
 from offline_agent.eval.results import ResultsError, RunFolder
@@ -70,8 +71,9 @@ def questions(tmp_path: Path) -> Path:
     return path
 
 
-def options(questions: Path, pool: Path, out: Path, **extra) -> EvalOptions:
-    return EvalOptions(dataset=questions, pool=pool, out=out, **{**plain_settings(), **extra})
+def options(questions: Path, pool: Path, out: Path, limit: int | None = None, **settings) -> EvalOptions:
+    """EvalOptions over `pool` with react's plain settings, and `settings` (agent, run settings, options) on top."""
+    return EvalOptions(dataset=questions, pool=pool, out=out, limit=limit, **plain_settings(**settings))
 
 
 def test_a_whole_run(questions: Path, tiny_corpus: Path, tmp_path: Path) -> None:
@@ -264,8 +266,9 @@ def test_strategies_without_tools_have_no_support_recall(questions: Path, tiny_c
 
 
 def test_bad_options_fail_before_the_model_loads(questions: Path, tiny_corpus: Path, tmp_path: Path) -> None:
+    with pytest.raises(OfflineAgentError, match="unknown agent 'nope'"):
+        agent_settings("nope")
     for bad, message in [
-        ({"agent": "nope"}, "unknown agent 'nope'"),
         ({"limit": 0}, "--limit must be at least 1"),
         ({"pool": tmp_path / "missing"}, "corpus not found"),
     ]:
@@ -287,7 +290,8 @@ def test_sample_questions_default_to_the_sample_corpus(tmp_path: Path) -> None:
 
 
 def test_default_out_names_the_run(questions: Path) -> None:
-    opts = EvalOptions(dataset=questions, model="/models/tiny.gguf", agent="cot", grammar=False, seed=2)
+    settings = agent_settings("cot", grammar=False, seed=2)
+    opts = EvalOptions(dataset=questions, model="/models/tiny.gguf", settings=settings)
     assert default_out(opts, "pooled") == Path("runs/questions-pooled-cot-tiny-nogrammar-seed2")
 
 

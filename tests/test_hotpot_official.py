@@ -18,6 +18,7 @@ import pytest
 from support import SHARED_DATA, needs_shared_data, plain_settings
 from test_eval_datasets import HOTPOT, write_hotpot
 
+from offline_agent.agents import agent_settings
 from offline_agent.backends import ScriptedBackend
 from offline_agent.details import StepDetails, ToolDetails
 from offline_agent.eval.datasets import Paragraph, QARecord
@@ -254,7 +255,9 @@ def test_a_dataset_without_sentences_has_no_sp_scores(tmp_path: Path, tiny_corpu
 def test_shared_data_real_run_scores_agree_with_the_official_definitions(small_backend, tmp_path: Path) -> None:
     path = needs_shared_data(SHARED_DATA / "hotpotqa" / "hotpot_dev200_distractor.json")
     out = tmp_path / "run"
-    run_evaluation(EvalOptions(dataset=path, out=out, limit=3, max_steps=3), backend=small_backend)
+    run_evaluation(
+        EvalOptions(dataset=path, out=out, limit=3, settings=agent_settings(max_steps=3)), backend=small_backend
+    )
     gold = json.loads(path.read_text(encoding="utf-8"))[:3]
     reference = assert_summary_agrees(out, gold)
     predictions = json.loads((out / "predictions.json").read_text(encoding="utf-8"))

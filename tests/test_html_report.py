@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from test_eval_cli import cli  # noqa: F401  (the fixture)
 from test_eval_runner import QUESTIONS, options, outputs
 
+from offline_agent.agents import agent_settings
 from offline_agent.backends import ScriptedBackend
 from offline_agent.eval.html_report import report_data, script_json
 from offline_agent.eval.report import load_run
@@ -42,7 +43,7 @@ def runs(tmp_path: Path, tiny_corpus: Path) -> list[Path]:
     # the plain engine the script is written for (verify's compare check would refuse q2's wrong answer)
     run_evaluation(options(questions, corpus, react), backend=ScriptedBackend(outputs("q1", "q2", "q3")))
     run_evaluation(
-        EvalOptions(questions, pool=corpus, out=standard, agent="standard"),
+        EvalOptions(questions, pool=corpus, out=standard, settings=agent_settings("standard")),
         backend=ScriptedBackend(["Final: Vistula", "Final: Pierre Curie", "Final: Baltic"]),
     )
     return [react, standard]

@@ -141,8 +141,7 @@ def test_eval_concurrency_gives_the_same_results_in_dataset_order(tiny_corpus: P
                 out=tmp_path / f"run{n}",
                 backend="http",
                 concurrency=n,
-                max_steps=3,
-                **plain_settings(),
+                **plain_settings(max_steps=3),
             )
             options.backend_options = options.backend_options.__class__(server_url=server.url)
             run = prepare_evaluation(options)

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 from lark import Lark
-from support import cli_env
+from support import cli_env, make_agent
 
-from offline_agent.agents import AGENTS, AgentConfig, ReActAgent, agent_class
+from offline_agent.agents import AGENTS, KnowAgentOptions, ReActAgent, agent_class, agent_settings
 from offline_agent.agents.action_graph import DEFAULT_GRAPH, START, load_action_graph
-from offline_agent.agents.knowagent import KnowAgent, check_action_graph
+from offline_agent.agents.knowagent import KnowAgent
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ConfigError
 from offline_agent.eval.runner import EvalOptions, run_evaluation
@@ -46,7 +46,7 @@ MOVE_TEXT = {
 
 def make(index, outputs, agent: type[ReActAgent] = KnowAgent, **config) -> tuple[KnowAgent, ScriptedBackend]:
     backend = ScriptedBackend(outputs)
-    return agent(backend, build_tools(index, agent_tools(agent)), AgentConfig(**config)), backend
+    return make_agent(agent, backend, build_tools(index, agent_tools(agent)), **config), backend
 
 
 def write_graph(tmp_path: Path, text: str) -> Path:
@@ -128,11 +128,11 @@ def test_a_registry_without_retrieve_gets_one_over_its_corpus_session(tiny_index
 
 def test_action_graph_goes_with_knowagent_only(tmp_path: Path) -> None:
     assert AGENTS["knowagent"] is KnowAgent and agent_class("knowagent").required_tools == ("retrieve",)
-    check_action_graph(ReActAgent, None)
-    with pytest.raises(ConfigError, match="--action-graph goes with --agent knowagent, not react"):
-        check_action_graph(ReActAgent, "graph.toml")
+    assert agent_settings("knowagent").options.action_graph is None
+    with pytest.raises(ConfigError, match="unknown option 'action_graph' for strategy react; choose from"):
+        agent_settings("react", options={"action_graph": "graph.toml"})
     with pytest.raises(ConfigError, match="cannot read it"):
-        check_action_graph(KnowAgent, str(tmp_path / "missing.toml"))
+        KnowAgentOptions(action_graph=str(tmp_path / "missing.toml"))
 
 
 # ---- the grammar of each state -----------------------------------------------------------------------------------
@@ -497,9 +497,8 @@ def test_an_evaluation_records_the_graph_and_reads_retrieved_titles(tiny_corpus:
             "ActionPath: Retrieve -> Finish\nThought: x\nFinal: Warsaw",
         ]
     )
-    options = EvalOptions(
-        dataset=questions, pool=tiny_corpus, out=tmp_path / "run", agent="knowagent", action_graph=str(graph)
-    )
+    settings = agent_settings("knowagent", action_graph=str(graph))
+    options = EvalOptions(dataset=questions, pool=tiny_corpus, out=tmp_path / "run", settings=settings)
     summary = run_evaluation(options, backend=backend)
     assert summary["em"] == 1.0 and summary["support_recall"] == 1.0
     config = json.loads((tmp_path / "run" / "config.json").read_text())
@@ -594,11 +593,16 @@ def run_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 def test_cli_refuses_a_graph_before_loading_a_model(isolated_home: Path, tmp_path: Path) -> None:
     bad = write_graph(tmp_path, GOOD_ACTIONS + '[edges]\nStart = ["Search"]\nSearch = ["Search"]\n')
     for args, needle in [
-        (["ask", "q", "--agent", "react", "--action-graph", str(bad)], "goes with --agent knowagent"),
+        (
+            ["ask", "q", "--agent", "react", "-o", f"action_graph={bad}"],
+            "unknown option 'action_graph' for strategy react",
+        ),
+        (["ask", "q", "--agent", "knowagent", "-o", f"action_graph={bad}"], f"action graph {bad}: no path from Start"),
         (["ask", "q", "--agent", "knowagent", "--action-graph", str(bad)], f"action graph {bad}: no path from Start"),
     ]:
         result = run_cli(*args, home=isolated_home)
-        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
         assert len(errors) == 1 and needle in errors[0], result.stderr
-    assert "--action-graph" in run_cli("eval", "--help", home=isolated_home).stdout
+    listing = run_cli("ask", "--agent", "knowagent", "--help-options", home=isolated_home).stdout
+    assert "action_graph" in listing and "path" in listing

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support import ROOT, cli_env
 
-from offline_agent.agents import AgentConfig, ReActAgent
+from offline_agent.agents import ReActAgent, RunConfig
 from offline_agent.backends import ScriptedBackend
 from offline_agent.backends.base import aside
 from offline_agent.errors import ContextOverflowError, ModelError
@@ -127,7 +127,7 @@ def test_context_overflow_is_reported(small_model_path: Path) -> None:
 
 
 def test_agent_run_ends_with_a_stop_reason(small_backend, sample_index) -> None:
-    agent = ReActAgent(small_backend, build_tools(sample_index), AgentConfig(max_steps=4, temperature=0.0))
+    agent = ReActAgent(small_backend, build_tools(sample_index), RunConfig(max_steps=4, temperature=0.0))
     trajectory = agent.run(QUESTIONS[0])
     assert trajectory.stop_reason in STOP_REASONS
     assert all(step.parse_error is None for step in trajectory.steps if step.final or step.action)

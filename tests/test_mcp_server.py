@@ -17,7 +17,7 @@ from support import cli_env
 from test_cli import assert_one_line_error, run
 
 from offline_agent.errors import ConfigError
-from offline_agent.mcp_server import AgentSettings, IndexSet, OfflineAgentTools
+from offline_agent.mcp_server import IndexSet, OfflineAgentTools, ServerSettings
 from offline_agent.steps import STOP_REASONS
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -e '.[test]'")
@@ -36,7 +36,7 @@ def home(tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_search_and_the_index_list_without_a_model(home: Path, tiny_corpus: Path) -> None:
-    tools = OfflineAgentTools(IndexSet(), AgentSettings())
+    tools = OfflineAgentTools(IndexSet(), ServerSettings())
     assert tools.indexes.names() == ["notes"]
     result = tools.search("Vistula river", k=2)
     assert result["index"] == "notes" and [hit["rank"] for hit in result["hits"]] == [1, 2]
@@ -46,7 +46,7 @@ def test_search_and_the_index_list_without_a_model(home: Path, tiny_corpus: Path
     assert tools.list_indexes() == [{"name": "notes", "passages": 4, "location": "notes"}]
     assert not tools.model_loaded  # searching never loads the model
     folder = IndexSet([str(tiny_corpus)])  # a folder of documents, indexed in memory on first use
-    assert OfflineAgentTools(folder, AgentSettings()).search("Gdansk", k=1)["hits"][0]["title"] == "Vistula"
+    assert OfflineAgentTools(folder, ServerSettings()).search("Gdansk", k=1)["hits"][0]["title"] == "Vistula"
 
 
 @pytest.mark.parametrize(
@@ -60,16 +60,18 @@ def test_search_and_the_index_list_without_a_model(home: Path, tiny_corpus: Path
 )
 def test_bad_calls_are_one_line_errors(home: Path, call, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        call(OfflineAgentTools(IndexSet(), AgentSettings()))
+        call(OfflineAgentTools(IndexSet(), ServerSettings()))
     assert str(caught.value) == message
 
 
 def test_ask_with_a_scripted_backend(home: Path) -> None:
-    from offline_agent.agents import AgentConfig
+    from offline_agent.agents import AgentSettings, RunConfig
     from offline_agent.backends import ScriptedBackend
 
     backend = ScriptedBackend(["Thought: find it\nAction: search[Vistula sea]", "Thought: done\nFinal: the Baltic Sea"])
-    tools = OfflineAgentTools(IndexSet(), AgentSettings(config=AgentConfig(max_steps=3)), backend=backend)
+    tools = OfflineAgentTools(
+        IndexSet(), ServerSettings(settings=AgentSettings(config=RunConfig(max_steps=3))), backend=backend
+    )
     result = tools.ask("Into which sea does the Vistula flow?")
     assert (result["answer"], result["stop_reason"], result["index"]) == ("the Baltic Sea", "final", "notes")
     steps = result["trajectory"]["steps"]
@@ -77,7 +79,7 @@ def test_ask_with_a_scripted_backend(home: Path) -> None:
 
 
 def test_no_named_index_serves_the_sample_corpus(isolated_home: Path) -> None:
-    tools = OfflineAgentTools(IndexSet(), AgentSettings())
+    tools = OfflineAgentTools(IndexSet(), ServerSettings())
     assert tools.indexes.names() == ["sample"] and tools.search("Joyce", k=1)["hits"]
 
 

@@ -6,8 +6,9 @@ import json
 import threading
 
 import pytest
+import support
 
-from offline_agent.agents import AgentCallbacks, AgentConfig
+from offline_agent.agents import AgentCallbacks, RunConfig
 from offline_agent.agents.plan import PlanAgent, follow_up_rule, plan_model
 from offline_agent.backends import ScriptedBackend
 from offline_agent.details import PlannedCall
@@ -28,7 +29,7 @@ def verdict(sufficient: bool, missing: str = "") -> str:
 
 def make_agent(index, outputs, **config) -> tuple[PlanAgent, ScriptedBackend]:
     backend = ScriptedBackend(outputs)
-    return PlanAgent(backend, build_tools(index), AgentConfig(**config)), backend
+    return support.make_agent(PlanAgent, backend, build_tools(index), **config), backend
 
 
 def test_one_round_then_answer(tiny_index) -> None:
@@ -171,7 +172,7 @@ class BarrierTool:
 def test_independent_calls_run_in_parallel_threads() -> None:
     tool = BarrierTool()
     backend = ScriptedBackend([plan(("probe", "a"), ("probe", "b")), verdict(True), "Final: done"])
-    agent = PlanAgent(backend, ToolRegistry([tool]), AgentConfig())
+    agent = PlanAgent(backend, ToolRegistry([tool]), RunConfig())
     trajectory = agent.run("Probe twice.")
     results = [result.to_dict() for result in trajectory.steps[0].details.results]
     assert [r["observation"] for r in results] == ["probed a", "probed b"]
@@ -216,7 +217,7 @@ def test_respond_streams_and_callbacks_fire(tiny_index) -> None:
     tools: list[str] = []
     backend = ScriptedBackend([plan(("search", "Warsaw")), verdict(True), "Final: Vistula"])
     callbacks = AgentCallbacks(on_token=tokens.append, on_tool_start=lambda name, arg: tools.append(name))
-    PlanAgent(backend, build_tools(tiny_index), AgentConfig(), callbacks).run("Which river flows through Warsaw?")
+    PlanAgent(backend, build_tools(tiny_index), RunConfig(), callbacks).run("Which river flows through Warsaw?")
     # The planner's and evaluator's JSON stream too, then the answer.
     assert tokens[-1] == "Final: Vistula" and tokens[0].startswith('{"thought"') and len(tokens) == 3
     assert tools == ["search"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offline_agent.agents import AgentConfig
+from offline_agent.agents import RunConfig
 from offline_agent.agents.scope import check_scope, read_scope, refusal
 from offline_agent.backends.scripted import ScriptedBackend
 from offline_agent.cli import _register, cli
@@ -51,7 +51,7 @@ def test_an_unsure_rule_asks_the_model_yes_or_no(tiny_index) -> None:
 def test_an_out_of_scope_question_is_refused_before_any_search(tiny_index) -> None:
     backend = ScriptedBackend()  # nothing queued: any model call would fail the test
     session = Session(backend=backend, index=tiny_index, corpus="tiny")
-    trajectory = session.ask("How do I bake sourdough bread?", AgentConfig(scope=SCOPE))
+    trajectory = session.ask("How do I bake sourdough bread?", RunConfig(scope=SCOPE))
     assert trajectory.stop_reason == "out_of_scope"
     assert trajectory.answer == refusal(SCOPE) and "Biographies of scientists" in trajectory.answer
     assert len(trajectory.steps) == 1 and trajectory.steps[0].action is None
@@ -60,7 +60,7 @@ def test_an_out_of_scope_question_is_refused_before_any_search(tiny_index) -> No
 
 def test_an_in_scope_question_runs_as_usual_and_records_the_check(tiny_index) -> None:
     session = Session(backend=ScriptedBackend(["Thought: x\nFinal: Warsaw"]), index=tiny_index, corpus="tiny")
-    trajectory = session.ask("Where was Marie Curie born?", AgentConfig(scope=SCOPE))
+    trajectory = session.ask("Where was Marie Curie born?", RunConfig(scope=SCOPE))
     assert trajectory.answer == "Warsaw" and trajectory.scope["in_scope"] is True
 
 

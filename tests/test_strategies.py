@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from support import make_agent
 
-from offline_agent.agents import AGENTS, AgentConfig, agent_class
+from offline_agent.agents import AGENTS, agent_class
 from offline_agent.agents.strategies import ActAgent, CoTAgent, StandardAgent
 from offline_agent.backends import ScriptedBackend
 from offline_agent.errors import ConfigError
@@ -15,7 +16,7 @@ from offline_agent.tools import build_tools
 
 def make(name: str, index, outputs, **config):
     backend = ScriptedBackend(outputs)
-    return agent_class(name)(backend, build_tools(index), AgentConfig(**config)), backend
+    return make_agent(name, backend, build_tools(index), **config), backend
 
 
 def test_registry_holds_the_eight_strategies() -> None:

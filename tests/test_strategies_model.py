@@ -11,9 +11,9 @@ import json
 
 import pytest
 from pydantic import BaseModel
-from support import ROOT
+from support import ROOT, make_agent
 
-from offline_agent.agents import ANSWER_DEFAULTS, AgentCallbacks, AgentConfig, agent_class
+from offline_agent.agents import AgentCallbacks, RunConfig, agent_class, agent_settings
 from offline_agent.agents.action_graph import START
 from offline_agent.agents.critic import Critique, Extraction
 from offline_agent.agents.plan import FollowUp, Verdict, plan_model
@@ -38,7 +38,7 @@ def sample_index():
 
 def run(name: str, backend, index, question: str, **config) -> tuple[object, Trajectory]:
     strategy = agent_class(name)
-    agent = strategy(backend, build_tools(index, agent_tools(strategy)), AgentConfig(max_steps=4, **config))
+    agent = make_agent(strategy, backend, build_tools(index, agent_tools(strategy)), max_steps=4, **config)
     trajectory = agent.run(question)
     assert trajectory.stop_reason in STOP_REASONS and trajectory.stop_reason in ("final", "max_steps")
     assert trajectory.error is None and trajectory.steps
@@ -68,7 +68,8 @@ def test_knowagent_moves_only_along_its_graph(small_backend, sample_index, quest
 def test_every_step_parses_under_the_answer_defaults(small_backend, sample_index, name: str) -> None:
     # What `ask` and `eval` run with --agent NAME: grounded Finals in the form the question asks for. knowagent's
     # grammar once offered a grounded Finish only yes or no, which the parser refused on an open question.
-    run(name, small_backend, sample_index, QUESTIONS[3], **ANSWER_DEFAULTS)
+    answer = agent_settings(name, "answer").options.to_dict()  # the answer profile's values react's options take
+    run(name, small_backend, sample_index, QUESTIONS[3], **answer)
 
 
 @pytest.mark.parametrize("question", QUESTIONS[3:5])
@@ -117,7 +118,7 @@ def test_plan_nodes_validate_on_the_real_model(small_backend, sample_index, ques
 def test_json_grammars_hold_on_sampled_output(small_backend, model: type[BaseModel]) -> None:
     """At temperature 1.0, every reply under a JSON grammar parses and validates, for several seeds."""
     call = JsonCall(model)
-    runner = StepRunner(small_backend, AgentConfig(temperature=1.0), AgentCallbacks())
+    runner = StepRunner(small_backend, RunConfig(temperature=1.0), AgentCallbacks())
     example = json.dumps(model.model_json_schema()["properties"], sort_keys=True)[:300]
     messages = [
         {"role": "system", "content": f"Reply with one JSON object with these fields: {example}"},

@@ -10,16 +10,17 @@ from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel, Field
-from strategy_golden import differences, read_golden, real_config, replay_real, run_scripted, sample_index
+from strategy_golden import differences, read_golden, real_settings, replay_real, run_scripted, sample_index
 
 from offline_agent.agents import (
     AGENTS,
     AgentCallbacks,
-    AgentConfig,
     ReActAgent,
+    RunConfig,
     RunState,
     Strategy,
     agent_class,
+    agent_settings,
     register_strategy,
 )
 from offline_agent.agents.plan import PlanAgent
@@ -56,7 +57,7 @@ def test_recorded_model_runs_replay_to_the_same_trajectories() -> None:
 
 
 def test_the_real_runs_use_the_settings_recorded() -> None:
-    assert real_config() == AgentConfig(max_steps=4, temperature=0.0, seed=0)
+    assert real_settings("react") == agent_settings("react", "plain", max_steps=4, temperature=0.0, seed=0)
 
 
 # --- a user's own strategy ----------------------------------------------------------------------------------------
@@ -247,7 +248,7 @@ class Raising(ScriptedBackend):
 
 def runner(backend: Any, **config: Any) -> tuple[StepRunner, list[str]]:
     streamed: list[str] = []
-    return StepRunner(backend, AgentConfig(**config), AgentCallbacks(on_token=streamed.append)), streamed
+    return StepRunner(backend, RunConfig(**config), AgentCallbacks(on_token=streamed.append)), streamed
 
 
 def test_a_cut_off_json_turn_is_retried_once_with_twice_the_tokens() -> None:

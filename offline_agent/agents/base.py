@@ -1,7 +1,12 @@
 """The strategy seam: what every agent strategy is, the run it works on, and the hooks it may fill in.
 
-A strategy is built as `strategy(backend, tools, config, callbacks)` (runner.Session and the evaluation call it so)
-and answers with `run(question, history) -> Trajectory`. `Strategy.run` is the same for all of them:
+A strategy is built as `strategy(backend, tools, config, callbacks, options)` (runner.Session and the evaluation
+call it so; agents.AgentSettings.build does it from names): `config` is the run's RunConfig (run.py: limits,
+sampling, the grammar switch, what every strategy obeys alike), `options` the strategy's own, of its
+`options_type` (options.py; None: their defaults). A strategy does not override the constructor: it may bound the
+run config (`bound_config`), keep some of the tools (`own_tools`) and build what its runs need (`setup`). It
+answers with `run(question, history) -> Trajectory`.
+`Strategy.run` is the same for all of them:
 
     context_for(question, history)   which earlier turns of a chat to show
     prompt_parts(question, turns)    the system and user messages (their hash is recorded)
@@ -23,15 +28,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
-from offline_agent import __version__
+from offline_agent._version import __version__
+from offline_agent.agents.options import StrategyOptions
+from offline_agent.agents.run import AgentCallbacks, RunConfig, RunState
 from offline_agent.agents.step_runner import StepRunner
 from offline_agent.answer_form import AnswerForm, answer_form
 from offline_agent.backends.base import Backend
@@ -39,173 +44,11 @@ from offline_agent.details import StepDetails
 from offline_agent.errors import ConfigError
 from offline_agent.grounding import Grounding
 from offline_agent.prompts import PromptParts, agent_prompt, render_chat
-from offline_agent.steps import STOP_REASONS, StepRecord, Trajectory, Turn
+from offline_agent.steps import StepRecord, Trajectory, Turn
 from offline_agent.tools.base import ToolRegistry
-from offline_agent.tools.corpus import SearchSettings
 
-EARLY_STOPPING = ("generate", "force")
 # Earlier answered turns a chat shows by default (Strategy.context_for).
 CONTEXT_TURNS = 3
-
-
-@dataclass
-class AgentConfig:
-    """The knobs of one run; all of them are recorded on the trajectory."""
-
-    max_steps: int = 8
-    max_seconds: float | None = None
-    temperature: float = 0.0
-    seed: int = 0
-    max_tokens: int = 192
-    observation_tokens: int = 320
-    grammar: bool = True
-    thought_max: int = 300
-    argument_max: int = 120
-    final_max: int = 200
-    # "generate": the last allowed step may only be Final; "force": it is an ordinary step, and a run that
-    # reaches max_steps without a Final stops with no answer (LangChain's names).
-    early_stopping: str = "generate"
-    # Tell the model after each Observation how many steps it has left.
-    budget_hint: bool = False
-    # KnowAgent's action graph (a TOML file); None: the graph shipped with the package. Other agents ignore it.
-    action_graph: str | None = None
-    # The Final may only be a span of the question or an Observation, or yes/no (grounding.py); each step's
-    # grammar is rebuilt from what the run has read.
-    grounded: bool = False
-    # With grounded: the Final takes the form the question asks for (answer_form.py): yes/no for a yes/no
-    # question, one of the options of an "A or B" question, and for any other question a span of what the
-    # searches returned (not of the question, and not yes/no).
-    answer_form: bool = False
-    # What a search shows (tools.corpus.SearchSettings): passages per search, head or best sentences, title boost.
-    search_k: int = 3
-    snippet: str = "head"
-    sentences: int = 3
-    title_boost: bool = False
-    links: int = 0
-    # Final is allowed only once this many searches have succeeded, and until then only a search may be written
-    # (the last step may still only answer): a small model answers after its first search even when the question
-    # needs a second hop.
-    min_searches: int = 0
-    # Self-consistency: this many runs of the question (the first as configured, the others sampled) and a vote.
-    samples: int = 1
-    # The run opens with a search for the question itself, written by the agent, not the model: with BM25 the whole
-    # question finds the supporting passages better than the keywords a small model picks.
-    first_search: bool = False
-    # What the corpus is about (agents/scope.py): a question outside it is refused before any search.
-    scope: str | None = None
-    # With grounded: a Final the verify strategy refused as wrong (not one it refused for want of reading) may not
-    # be written again, nor a span that begins with it or that it begins with (Grounding.exclude).
-    exclude_refused: bool = False
-    # Each step's grammar leaves out the tool calls the loop would refuse as repeats (a call already made, a lookup
-    # with no further match): after a refusal, a 1.5B model most often writes its last call again, word for word.
-    # Off in the answer defaults: on dev200's 19 questions with repeats it removed them and gained no exact match.
-    fresh_calls: bool = False
-    # The verify strategy: the step after a refusal that says what to find and shows no document (unread,
-    # in_question, kind) may only search. Told to search, a 1.5B model most often writes another Final from the
-    # same page instead ("Shazzan" after "Shirley Temple" was refused). Off in the answer defaults: on dev200 the
-    # searches it forced came back with no better answer (EM 39.0 either way).
-    search_after_refusal: bool = False
-    # The verify strategy, with grounded: an asks_for or described refusal (the answer was the entity on the way)
-    # also asks the model the question of that entity's own document alone, in one call under a grammar of its
-    # spans, and shows the answer it found there with its sentence.
-    read_hop: bool = False
-
-    def __post_init__(self) -> None:
-        self.search_settings()  # bad search settings fail here
-        if self.early_stopping not in EARLY_STOPPING:
-            raise ConfigError(f"unknown early_stopping {self.early_stopping!r}; choose from {list(EARLY_STOPPING)}")
-        if self.max_steps < 1:
-            raise ConfigError("max_steps must be at least 1")
-        if self.max_seconds is not None and not 0 < self.max_seconds < math.inf:  # nan fails both comparisons
-            raise ConfigError("max_seconds must be a positive, finite number of seconds")
-        if not 1 <= self.samples <= 32:
-            raise ConfigError("samples must be between 1 and 32")
-        if self.min_searches < 0:
-            raise ConfigError("min_searches must be at least 0")
-        if self.max_tokens < 16:
-            raise ConfigError("max_tokens must be at least 16")
-        if not 0.0 <= self.temperature <= 5.0:
-            raise ConfigError("temperature must be between 0 and 5")
-
-    def search_settings(self) -> SearchSettings:
-        return SearchSettings(
-            k=self.search_k,
-            snippet=self.snippet,
-            sentences=self.sentences,
-            title_boost=self.title_boost,
-            links=self.links,
-        )
-
-
-# What `ask`, `chat`, `eval` and the MCP server run when the user names nothing else (their options' defaults come
-# from here). AgentConfig's own defaults stay the plain engine (react's loop, nothing checked, passage heads), which
-# the scripted tests and the recorded runs pin; these are the answer settings measured best on HotpotQA dev
-# (issue 11 in the closing notes): the verify strategy, grounded Finals in the form the question asks for, and
-# evidence a 1.5B model can read (best sentences of 4 passages and the documents they name).
-DEFAULT_AGENT = "verify"
-ANSWER_DEFAULTS: dict[str, Any] = {
-    "grounded": True,
-    "answer_form": True,
-    "search_k": 4,
-    "snippet": "sentences",
-    "sentences": 2,
-    "links": 4,
-    "observation_tokens": 600,
-    "exclude_refused": True,
-    "read_hop": True,
-}
-
-
-def default_config(**settings: Any) -> AgentConfig:
-    """The AgentConfig of the product's defaults (ANSWER_DEFAULTS), with `settings` on top."""
-    return AgentConfig(**{**ANSWER_DEFAULTS, **settings})
-
-
-@dataclass
-class AgentCallbacks:
-    """Hooks for a live view: a step starts, text streams in, a tool starts and ends, a step is recorded.
-
-    on_tool_end gets (tool name, argument, the Observation as the model sees it, whether the tool failed).
-    """
-
-    on_step_start: Callable[[int, bool], None] | None = None
-    on_token: Callable[[str], None] | None = None
-    on_tool_start: Callable[[str, Any], None] | None = None
-    on_step: Callable[[StepRecord], None] | None = None
-    on_tool_end: Callable[[str, Any, str, bool], None] | None = None
-
-
-@dataclass
-class RunState:
-    """One run in progress: the trajectory being written, the deadline, and whether the run has stopped.
-
-    Strategies keep what they carry from step to step in a subclass (react.LoopState, the critic's memory, the
-    planner's evidence), made by their `new_state`.
-    """
-
-    trajectory: Trajectory
-    deadline: float | None = None
-    stopped: bool = False
-
-    def stop(self, reason: str, error: str | None = None) -> None:
-        """End the run without an answer of its own making (max_steps, timeout, error, or an added reason)."""
-        if reason not in STOP_REASONS:
-            raise ValueError(f"unknown stop reason {reason!r}; add it with steps.add_stop_reason first")
-        self.trajectory.stop_reason = reason
-        self.trajectory.error = error
-        self.stopped = True
-
-    def finish(self, answer: str, reason: str = "final") -> None:
-        """End the run with `answer` (stop reason `final`, or another a strategy added, e.g. a refusal's)."""
-        self.stop(reason)
-        self.trajectory.answer = answer
-
-    def out_of_time(self) -> bool:
-        """True (and stop reason timeout) once the run's deadline has passed."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self.stop("timeout")
-            return True
-        return False
 
 
 class Strategy:
@@ -221,19 +64,41 @@ class Strategy:
     required_tools: tuple[str, ...] = ()
     # The type of its steps' details (details.py); agents.register_strategy registers it for reading back.
     details_type: ClassVar[type[StepDetails]] = StepDetails
+    # The type of its options (options.py): what it chooses for itself, beyond the run config every strategy has.
+    options_type: ClassVar[type[StrategyOptions]] = StrategyOptions
 
     def __init__(
         self,
         backend: Backend,
         tools: ToolRegistry,
-        config: AgentConfig | None = None,
+        config: RunConfig | None = None,
         callbacks: AgentCallbacks | None = None,
+        options: StrategyOptions | None = None,
     ) -> None:
         self.backend = backend
-        self.tools = tools
-        self.config = config or AgentConfig()
+        self.options = self.options_type() if options is None else options
+        if type(self.options) is not self.options_type:
+            raise ConfigError(
+                f"strategy {self.name} takes {self.options_type.__name__}, not {type(self.options).__name__}"
+            )
+        self.config = self.bound_config(config or RunConfig())
+        self.tools = self.own_tools(tools)
         self.callbacks = callbacks or AgentCallbacks()
         self.runner = StepRunner(backend, self.config, self.callbacks)
+        self.setup()
+
+    # --- what a strategy may change when it is built ------------------------------------------------------------------
+
+    def bound_config(self, config: RunConfig) -> RunConfig:
+        """The run config this strategy runs under (cot and standard take one step, the critic at most 4 rounds)."""
+        return config
+
+    def own_tools(self, tools: ToolRegistry) -> ToolRegistry:
+        """The tools this strategy runs with, of the run's (KnowAgent keeps those its graph calls)."""
+        return tools
+
+    def setup(self) -> None:
+        """Build what the strategy needs for every run (its grammars, its JSON calls), once the seam is built."""
 
     # --- what identifies the run ------------------------------------------------------------------------------------
 
@@ -290,7 +155,8 @@ class Strategy:
             history=list(turns),
             early_stopping=c.early_stopping,
             budget_hint=c.budget_hint,
-            grounded=c.grounded,
+            grounded=self.options.grounded,
+            options=self.options.to_dict(),
         )
 
     # --- the run ------------------------------------------------------------------------------------------------------
@@ -322,12 +188,12 @@ class Strategy:
 
     def new_form(self, question: str) -> AnswerForm | None:
         """The form `question`'s answer takes (answer_form.py), or None when answer_form is off."""
-        return answer_form(question) if self.config.answer_form else None
+        return answer_form(question) if self.options.answer_form else None
 
     def new_grounding(self, trajectory: Trajectory, form: AnswerForm | None = None) -> Grounding | None:
         """What a grounded run may answer from before it reads anything (None: the run is not grounded): the
         question and yes/no, or with an answer form, what that form allows (a choice's options, yes/no, or nothing)."""
-        if not self.config.grounded:
+        if not self.options.grounded:
             return None
         return form.grounding() if form is not None else Grounding([trajectory.question])
 
@@ -352,7 +218,7 @@ class Strategy:
     def fit_observation(self, text: str, budget: int | None = None) -> str:
         """Cut an Observation to the token budget (default: observation_tokens) at a word boundary, marking the cut."""
         text = text.strip()
-        budget = budget or self.config.observation_tokens
+        budget = budget or self.options.observation_tokens
         count = self.backend.count_tokens
         if count(text) <= budget:
             return text
@@ -374,13 +240,4 @@ def call_key(tool: str, argument: str | dict[str, Any]) -> str:
     return f"{tool}\0{json.dumps(argument, sort_keys=True)}"
 
 
-__all__ = [
-    "ANSWER_DEFAULTS",
-    "DEFAULT_AGENT",
-    "AgentCallbacks",
-    "AgentConfig",
-    "RunState",
-    "Strategy",
-    "call_key",
-    "default_config",
-]
+__all__ = ["CONTEXT_TURNS", "AgentCallbacks", "RunConfig", "RunState", "Strategy", "call_key"]

@@ -39,14 +39,12 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
-from offline_agent.agents.base import AgentCallbacks, AgentConfig
+from offline_agent.agents.base import RunConfig
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import JsonCall, TurnResult
-from offline_agent.backends.base import Backend
 from offline_agent.details import CallDetails, CriticDetails, CritiqueDetails, ExtractionDetails
 from offline_agent.prompts import PromptParts, describe_tools, history_text, prompt_text
 from offline_agent.steps import Action, Step, StepRecord, Trajectory, Turn
-from offline_agent.tools.base import ToolRegistry
 
 FACT_MAX = 160
 MEMORY_MAX = 24
@@ -117,17 +115,12 @@ class CriticAgent(ReActAgent):
     details_type = CriticDetails
     max_rounds = 4
 
-    def __init__(
-        self,
-        backend: Backend,
-        tools: ToolRegistry,
-        config: AgentConfig | None = None,
-        callbacks: AgentCallbacks | None = None,
-    ) -> None:
-        config = config or AgentConfig()
+    def bound_config(self, config: RunConfig) -> RunConfig:
         # --max-steps lowers the round limit; the last round is Final-only through the inherited machinery.
-        config = replace(config, max_steps=min(config.max_steps, self.max_rounds))
-        super().__init__(backend, tools, config, callbacks)
+        return replace(config, max_steps=min(config.max_steps, self.max_rounds))
+
+    def setup(self) -> None:
+        super().setup()
         self.extract_call = JsonCall(Extraction)
         self.critic_call = JsonCall(Critique)
         self._system = self.prompt_parts("").system

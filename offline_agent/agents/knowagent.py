@@ -11,9 +11,9 @@ produced. A step looks like:
     Action: lookup[born]
 
 The graph is a TOML file (action_graph.py; the default ships in prompt_files/knowagent_graph.toml, a user's own
-comes from AgentConfig.action_graph / `--action-graph`). Each step's details are KnowAgentDetails: `action_path`
-(the whole path after the step), `allowed` (the moves the grammar offered) and `prevented` (how often the model's
-first choice for the move was an action the graph forbids there, from the grammar's rejections).
+comes from KnowAgentOptions.action_graph, `-o action_graph=FILE`). Each step's details are KnowAgentDetails:
+`action_path` (the whole path after the step), `allowed` (the moves the grammar offered) and `prevented` (how
+often the model's first choice for the move was an action the graph forbids there, from the grammar's rejections).
 It plugs into the ReAct loop through two hooks: `step_grammar` (the grammar of the move after the path so far) and
 `review_step` (record the move, and refuse one that is not allowed).
 The default graph needs the retrieve tool: runner.Session and the evaluation add it (`required_tools`), and given a
@@ -39,12 +39,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from offline_agent.agents.action_graph import START, ActionGraph, load_action_graph
-from offline_agent.agents.base import AgentCallbacks, AgentConfig, Strategy
+from offline_agent.agents.options import KnowAgentOptions, StrategyOptions
 from offline_agent.agents.react import LoopState, ReActAgent
-from offline_agent.backends.base import Backend
 from offline_agent.details import KnowAgentDetails
 from offline_agent.errors import ConfigError, StepParseError
 from offline_agent.grammar import FINAL, GrammarSpec, StepGrammar, build_grammar
@@ -70,19 +69,13 @@ class KnowAgent(ReActAgent):
     details_type = KnowAgentDetails
     # How many of the last actions the grammar writes before the next move; None: the whole path.
     path_window: int | None = 1
+    options_type: ClassVar[type[StrategyOptions]] = KnowAgentOptions
+    options: KnowAgentOptions
 
-    def __init__(
-        self,
-        backend: Backend,
-        tools: ToolRegistry,
-        config: AgentConfig | None = None,
-        callbacks: AgentCallbacks | None = None,
-    ) -> None:
-        config = config or AgentConfig()
-        self.graph: ActionGraph = load_action_graph(config.action_graph)
+    def own_tools(self, tools: ToolRegistry) -> ToolRegistry:
+        self.graph: ActionGraph = load_action_graph(self.options.action_graph)
         # Only the graph's tools: the prompt, the grammar and the recorded tool list then agree with the graph.
-        graph_tools = ToolRegistry(self._graph_tool(tools, name) for name in self.graph.tool_names)
-        super().__init__(backend, graph_tools, config, callbacks)
+        return ToolRegistry(self._graph_tool(tools, name) for name in self.graph.tool_names)
 
     def _graph_tool(self, tools: ToolRegistry, name: str) -> Tool:
         """The run's tool `name`; a built-in corpus tool the run lacks (retrieve, when the registry was built with
@@ -232,13 +225,4 @@ class KnowAgent(ReActAgent):
         return count
 
 
-def check_action_graph(strategy: type[Strategy], path: str | None) -> None:
-    """Refuse an action graph for a strategy without one, and check the file before a model is loaded."""
-    if path is None:
-        return
-    if not issubclass(strategy, KnowAgent):
-        raise ConfigError(f"--action-graph goes with --agent knowagent, not {strategy.name}")
-    load_action_graph(path)
-
-
-__all__ = ["KnowAgent", "check_action_graph"]
+__all__ = ["KnowAgent"]

@@ -33,17 +33,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState, Strategy, call_key
+from offline_agent.agents.base import RunState, Strategy, call_key
 from offline_agent.agents.react import refused_in_final
 from offline_agent.agents.step_runner import JsonCall
-from offline_agent.backends.base import Backend
 from offline_agent.details import CallResult, GroundingDetails, PlanDetails, PlannedCall, ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, agent_prompt, prompt_text
 from offline_agent.steps import StepRecord, Trajectory, Turn
-from offline_agent.tools.base import ToolRegistry
 
 _MAX_CALLS = 3
 _PARALLEL = 4
@@ -111,15 +109,8 @@ class PlanAgent(Strategy):
     details_type = PlanDetails
     max_iterations = 4
 
-    def __init__(
-        self,
-        backend: Backend,
-        tools: ToolRegistry,
-        config: AgentConfig | None = None,
-        callbacks: AgentCallbacks | None = None,
-    ) -> None:
-        super().__init__(backend, tools, config, callbacks)
-        self.plannable = [tool for tool in tools if _plannable(tool)]
+    def setup(self) -> None:
+        self.plannable = [tool for tool in self.tools if _plannable(tool)]
         names = tuple(tool.name for tool in self.plannable)
         self.plan_call = JsonCall(plan_model(names)) if names else None
         self.verdict_call = JsonCall(Verdict)
@@ -242,7 +233,7 @@ class PlanAgent(Strategy):
                 self.callbacks.on_tool_start(call.tool, argument)
         with ThreadPoolExecutor(max_workers=min(_PARALLEL, len(calls))) as pool:
             raw = list(pool.map(self._run_call, calls, arguments))
-        budget = max(32, self.config.observation_tokens // 2)
+        budget = max(32, self.options.observation_tokens // 2)
         results = [replace(e, observation=self.fit_observation(e.observation, budget)) for e in raw]
         if self.callbacks.on_tool_end:
             for evidence, argument in zip(results, arguments, strict=True):

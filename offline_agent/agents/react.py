@@ -32,18 +32,18 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
-from offline_agent.agents.base import EARLY_STOPPING, AgentCallbacks, AgentConfig, RunState, Strategy, call_key
-from offline_agent.agents.step_runner import STOP_SEQUENCES, TurnResult
+from offline_agent.agents.base import RunState, Strategy, call_key
+from offline_agent.agents.options import ReActOptions, StrategyOptions
+from offline_agent.agents.step_runner import TurnResult
 from offline_agent.answer_form import AnswerForm
-from offline_agent.backends.base import Backend
 from offline_agent.details import GroundingDetails, RefusalDetails, ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
 from offline_agent.steps import Action, Step, StepRecord, Trajectory, Usage
-from offline_agent.tools.base import ToolRegistry
 
 # The Thought of the first_search step.
 OPENING_THOUGHT = "First I search for the question itself."
@@ -78,25 +78,20 @@ class ReActAgent(Strategy):
     prompt_name = "react"
     uses_thought = True
     uses_tools = True
+    options_type: ClassVar[type[StrategyOptions]] = ReActOptions
+    options: ReActOptions
 
-    def __init__(
-        self,
-        backend: Backend,
-        tools: ToolRegistry,
-        config: AgentConfig | None = None,
-        callbacks: AgentCallbacks | None = None,
-    ) -> None:
-        super().__init__(backend, tools, config, callbacks)
+    def setup(self) -> None:
         c = self.config
         self.spec = GrammarSpec(
-            tools=tools.specs(),
+            tools=self.tools.specs(),
             thought=self.uses_thought,
-            allow_action=self.uses_tools and len(tools) > 0,
+            allow_action=self.uses_tools and len(self.tools) > 0,
             allow_final=True,
             thought_max=c.thought_max,
             argument_max=c.argument_max,
             final_max=c.final_max,
-            grounded=c.grounded,
+            grounded=self.options.grounded,
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
@@ -232,7 +227,7 @@ class ReActAgent(Strategy):
         if not last.prompt_tokens:
             return True  # the first step, or one after the opening search: the backend says if the prompt fits
         c = self.config
-        observation = c.observation_tokens + OBSERVATION_FRAME
+        observation = self.options.observation_tokens + OBSERVATION_FRAME
         prompt = last.prompt_tokens + last.generated_tokens + observation
         return prompt + 2 * c.max_tokens + observation <= self.backend.context_size
 
@@ -244,7 +239,7 @@ class ReActAgent(Strategy):
         checks the span against the grammar's `grounding`).
         """
         spent = {} if final_only else self.spent_calls(state)
-        searching = self.searches(state) < self.config.min_searches or self.must_search(state)
+        searching = self.searches(state) < self.options.min_searches or self.must_search(state)
         if not final_only and searching:
             grammar = build_grammar(self.search_spec, spent=spent) if spent else self.search_grammar
             return grammar, self.search_parser
@@ -275,7 +270,7 @@ class ReActAgent(Strategy):
         them): every call that succeeded, and a stateful call the tool says is exhausted (a lookup keyword with no
         further match in the current document). Empty without fresh_calls."""
         spent: dict[str, list[str]] = {}
-        if not self.config.fresh_calls:
+        if not self.options.fresh_calls:
             return spent
         for key in state.calls:
             tool, argument = key.split("\0", 1)
@@ -296,7 +291,7 @@ class ReActAgent(Strategy):
         """The Action the run opens with, written by the agent: with first_search, search[the question]; None when
         not configured (or there is no search tool, or only one step, which must answer)."""
         c = self.config
-        if not (c.first_search and self.uses_tools and "search" in self.tools and c.max_steps > 1):
+        if not (self.options.first_search and self.uses_tools and "search" in self.tools and c.max_steps > 1):
             return None
         question = " ".join(state.trajectory.question.replace("[", "(").replace("]", ")").split())
         return Action("search", question)
@@ -412,15 +407,4 @@ def refused_in_final(raw: str, rejections: Sequence[tuple[int, str]]) -> int:
     return sum(1 for offset, _ in rejections if offset >= start + len("Final: "))
 
 
-# EARLY_STOPPING, STOP_SEQUENCES, AgentCallbacks and AgentConfig lived here before the strategy seam; the CLI reads them
-# from here still.
-__all__ = [
-    "EARLY_STOPPING",
-    "OPENING_THOUGHT",
-    "SEARCH_TOOLS",
-    "STOP_SEQUENCES",
-    "AgentCallbacks",
-    "AgentConfig",
-    "LoopState",
-    "ReActAgent",
-]
+__all__ = ["OPENING_THOUGHT", "SEARCH_TOOLS", "LoopState", "ReActAgent"]

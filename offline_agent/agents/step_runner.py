@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
+from offline_agent.agents.run import AgentCallbacks, RunConfig, RunState
 from offline_agent.backends.base import Backend, DecoderGrammar
 from offline_agent.details import Rejection
 from offline_agent.errors import ContextOverflowError, StepParseError
@@ -30,9 +31,6 @@ from offline_agent.grammar import JsonGrammar, json_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import JsonParser, StepParser, WordParser, json_parser_for
 from offline_agent.steps import Step, StepRecord, Timings, Usage
-
-if TYPE_CHECKING:
-    from offline_agent.agents.base import AgentCallbacks, AgentConfig, RunState
 
 # A step ends before the Observation the loop writes; a JSON reply ends at a blank line.
 STOP_SEQUENCES = ("\nObservation:",)
@@ -79,7 +77,7 @@ class TurnResult:
 class StepRunner:
     """Calls the backend for a strategy's turns under the run's settings (config) and live view (callbacks)."""
 
-    def __init__(self, backend: Backend, config: AgentConfig, callbacks: AgentCallbacks) -> None:
+    def __init__(self, backend: Backend, config: RunConfig, callbacks: AgentCallbacks) -> None:
         self.backend = backend
         self.config = config
         self.callbacks = callbacks

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from offline_agent.agents.base import AgentCallbacks, AgentConfig
+from offline_agent.agents.base import RunConfig
 from offline_agent.agents.react import ReActAgent
-from offline_agent.backends.base import Backend
-from offline_agent.tools.base import ToolRegistry
 
 
 class ActAgent(ReActAgent):
@@ -34,21 +32,13 @@ class _SingleStepAgent(ReActAgent):
     min_thought_chars = 0
     min_max_tokens = 16
 
-    def __init__(
-        self,
-        backend: Backend,
-        tools: ToolRegistry,
-        config: AgentConfig | None = None,
-        callbacks: AgentCallbacks | None = None,
-    ) -> None:
-        config = config or AgentConfig()
-        config = replace(
+    def bound_config(self, config: RunConfig) -> RunConfig:
+        return replace(
             config,
             max_steps=1,
             thought_max=max(config.thought_max, self.min_thought_chars),
             max_tokens=max(config.max_tokens, self.min_max_tokens),
         )
-        super().__init__(backend, tools, config, callbacks)
 
 
 class CoTAgent(_SingleStepAgent):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from offline_agent.agents.options import VerifyOptions
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import STOP_SEQUENCES, StepRunner, TurnResult
 from offline_agent.answer_form import answer_form
@@ -55,6 +56,8 @@ class VerifyAgent(ReActAgent):
 
     name = "verify"
     prompt_name = "verify"
+    options_type = VerifyOptions
+    options: VerifyOptions
     # The checks a Final goes through, in order, and the rewrites of an answer; a subclass may list its own.
     checks = DEFAULT_CHECKS
     rewrites = DEFAULT_REWRITES
@@ -63,7 +66,7 @@ class VerifyAgent(ReActAgent):
     def pipeline(self) -> CheckPipeline:
         """The checks this run's Finals go through (made once per agent)."""
         if getattr(self, "_pipeline", None) is None:
-            self._pipeline = CheckPipeline(self.checks, self.rewrites, read_hop=self.config.read_hop)
+            self._pipeline = CheckPipeline(self.checks, self.rewrites, read_hop=self.options.read_hop)
         return self._pipeline
 
     # --- the loop's hooks -------------------------------------------------------------------------------------------
@@ -73,7 +76,7 @@ class VerifyAgent(ReActAgent):
         refusal = self.pipeline.review(self.candidate(state, record, step.final, turn))
         if refusal is None:
             return None
-        if self.config.exclude_refused and refusal.reason in self.pipeline.excluding and state.grounding is not None:
+        if self.options.exclude_refused and refusal.reason in self.pipeline.excluding and state.grounding is not None:
             state.grounding.exclude(step.final)
         return refusal.observation
 
@@ -82,7 +85,7 @@ class VerifyAgent(ReActAgent):
         refusal showed a document (then the next step may answer from it)."""
         steps = state.trajectory.steps
         details = steps[-1].details if steps else None
-        if not self.config.search_after_refusal or details is None or details.tool is not None:
+        if not self.options.search_after_refusal or details is None or details.tool is not None:
             return False
         return details.refusal is not None and details.refusal.reason in self.pipeline.searching
 
@@ -125,7 +128,7 @@ class VerifyAgent(ReActAgent):
         return self.pipeline.rewrite(self.candidate(state, record, answer), before_checks=False)
 
     def _decided(self, state: LoopState) -> tuple[str, dict[str, str]] | None:
-        if not self.config.exclude_refused:
+        if not self.options.exclude_refused:
             return None
         return decided(state.trajectory.question, documents_of(self.tools))
 
@@ -153,7 +156,7 @@ class VerifyAgent(ReActAgent):
             excluded=excluded,
             earlier={r.reason for r in refusals if normalize_answer(r.answer) == given},
             reasons={r.reason for r in refusals},
-            exclude_refused=self.config.exclude_refused,
+            exclude_refused=self.options.exclude_refused,
             details_type=self.details_type,
         )
 

@@ -27,17 +27,33 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from offline_agent.backends.decoding import GuidedDecoder
-from offline_agent.backends.llamacpp import fill_batch
+from offline_agent.backends.llama_batch import fill_batch
 from offline_agent.backends.stream import common_prefix
 from offline_agent.errors import ConfigError, ModelError
 
-if TYPE_CHECKING:
-    from offline_agent.backends.llamacpp import LlamaCppBackend
+
+class BatchHost(Protocol):
+    """What the scheduler uses of the backend that owns it (llamacpp.LlamaCppBackend): its loaded llama.cpp model
+    and bindings, its sizes and threads, and its saved prompt prefixes. A protocol, so this module, which the
+    backend imports, does not import the backend back."""
+
+    _llama_cpp: Any
+    llm: Any
+    context_size: int
+    n_batch: int
+    n_ubatch: int
+    threads: int
+    flash_attn: bool
+
+    def saved_prefix(self, tokens: list[int]) -> bytes | None: ...
+
+    def save_prefix(self, tokens: list[int], ctx: Any, seq_id: int) -> None: ...
+
 
 INTERRUPTED = "the evaluation was interrupted"
 
@@ -76,7 +92,7 @@ class _SlotLease:
 class BatchedScheduler:
     """N sequences in one llama.cpp context, decoded together by one thread for up to N calling threads."""
 
-    def __init__(self, backend: LlamaCppBackend, slots: int) -> None:
+    def __init__(self, backend: BatchHost, slots: int) -> None:
         lib = backend._llama_cpp
         self._l = lib
         self.backend = backend

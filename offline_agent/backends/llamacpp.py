@@ -23,6 +23,7 @@ from offline_agent.backends import prefix_cache
 from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback, gbnf_of
 from offline_agent.backends.decoding import GuidedDecoder
 from offline_agent.backends.guided import GrammarCache, LlamaGrammarCache, SamplingSettings, TokenSampler
+from offline_agent.backends.llama_batch import fill_batch
 from offline_agent.backends.registry import BackendOptions, chat_format_template, env_int
 from offline_agent.backends.speculative import DEFAULT_DRAFT_TOKENS, PromptLookup
 from offline_agent.backends.stream import CompletionStream, common_prefix
@@ -561,14 +562,3 @@ class LlamaCppBackend:
             "draft_tokens": self.draft_tokens if self.grammar_engine != "llama.cpp" else 0,
             "parallel": self.parallel,
         }
-
-
-def fill_batch(batch: Any, entries: Sequence[tuple[int, int, int, bool]]) -> None:
-    """Fill a llama_batch with (token, position, sequence id, wants logits) entries."""
-    batch.n_tokens = len(entries)
-    for i, (token, position, seq_id, logits) in enumerate(entries):
-        batch.token[i] = token
-        batch.pos[i] = position
-        batch.n_seq_id[i] = 1
-        batch.seq_id[i][0] = seq_id
-        batch.logits[i] = logits

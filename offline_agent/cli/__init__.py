@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from offline_agent import __version__
+from offline_agent._version import __version__
 from offline_agent.errors import OfflineAgentError
 
 
@@ -39,9 +39,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from offline_agent.cli import ask, chat, eval, grammar, index, mcp, models
+    from offline_agent.cli import ask, chat, eval, grammar, index, mcp, models, strategies
 
-    for module in (ask, chat, eval, grammar, index, mcp, models):
+    for module in (ask, chat, eval, grammar, index, mcp, models, strategies):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -12,22 +12,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from offline_agent.agents import AgentCallbacks
-from offline_agent.agents.scope import read_scope
-from offline_agent.cli.options import (
-    BackendChoice,
-    action_graph_option,
-    agent_config,
-    backend_choice,
-    backend_options,
-    control_options,
-    evidence_options,
-    model_options,
-    scope_option,
-    session_options,
-)
+from offline_agent.cli.legacy import OptionsCommand
+from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import check_writable_file, describe_write_error
-from offline_agent.runner import corpus_scope
 from offline_agent.steps import Action, StepRecord, Trajectory
 
 if TYPE_CHECKING:
@@ -98,17 +86,17 @@ class LiveView:
         )
 
 
-def open_session(corpus: str | None, backend: BackendChoice, *, agent: str, quiet: bool) -> Session:
+def open_session(run: RunChoice, *, quiet: bool) -> Session:
     """Open the corpus and build the backend once, saying what was loaded on stderr unless `quiet`."""
     from offline_agent.runner import Session, open_index
 
-    index, corpus_name = open_index(corpus)
+    index, corpus_name = open_index(run.corpus)
     if not quiet:
         click.echo(f"corpus: {corpus_name} ({len(index)} passages)", err=True)
-    loaded = backend.build()
+    loaded = run.backend.build()
     if not quiet:
         click.echo(f"model: {model_line(loaded)}", err=True)
-    return Session(backend=loaded, index=index, corpus=corpus_name, agent=agent)
+    return Session.from_settings(run.settings, backend=loaded, index=index, corpus=corpus_name)
 
 
 def model_line(backend: Any) -> str:
@@ -149,18 +137,12 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
     return True
 
 
-@click.command("ask")
-@model_options(
+@click.command("ask", cls=OptionsCommand)
+@click.argument("question")
+@run_options(
     max_steps_help="Most model turns; the last one may only answer (see --early-stopping).",
     max_seconds_help="Stop after this many seconds (stop reason timeout).",
 )
-@click.argument("question")
-@session_options()
-@backend_options()
-@control_options()
-@evidence_options()
-@scope_option()
-@action_graph_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
     "--trace",
@@ -168,48 +150,12 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
     help="Append the trajectory as one JSON line to this file.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the steps on stderr.")
-@click.pass_context
-def ask(
-    ctx: click.Context,
-    question: str,
-    corpus: str | None,
-    model: str | None,
-    agent: str,
-    max_steps: int,
-    max_seconds: float | None,
-    temperature: float,
-    seed: int,
-    max_tokens: int,
-    context_size: int | None,
-    no_grammar: bool,
-    early_stopping: str,
-    grounded: bool,
-    answer_form: bool,
-    min_searches: int,
-    first_search: bool,
-    exclude_refused: bool,
-    fresh_calls: bool,
-    search_after_refusal: bool,
-    read_hop: bool,
-    samples: int,
-    search_k: int,
-    snippet: str,
-    sentences: int,
-    title_boost: bool,
-    links: int,
-    observation_tokens: int,
-    scope: str | None,
-    budget_hint: bool,
-    action_graph: str | None,
-    as_json: bool,
-    trace: Path | None,
-    quiet: bool,
-    **backend_params: Any,
-) -> None:
+def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet: bool) -> None:
     """Answer QUESTION with a grammar-constrained agent that searches a local corpus.
 
     Each step (Thought, then Action or Final) is printed on stderr as it is written, with the tool's
-    Observation; the answer goes to stdout. Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
+    Observation; the answer goes to stdout. The strategy's own options are set with -o KEY=VALUE (see
+    --help-options, or `offline-agent strategies`). Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
     stopped without an answer (max steps, timeout, or a step the parser rejected), 4 the answer was printed but
     the --trace file could not be written, 5 the question is outside the corpus's scope (--scope; the refusal is
     printed as the answer).
@@ -218,16 +164,9 @@ def ask(
         raise ConfigError("the question is empty")
     if trace is not None:
         check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
-    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
-    scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
-    config = agent_config(ctx.params, scope=scope_text)
-    from offline_agent.agents import agent_class
-    from offline_agent.agents.knowagent import check_action_graph
-
-    check_action_graph(agent_class(agent), action_graph)  # before the model loads
-    session = open_session(corpus, backend, agent=agent, quiet=quiet)
+    session = open_session(run, quiet=quiet)
     callbacks = None if quiet else LiveView().callbacks()
-    trajectory = session.ask(question, config, callbacks)
+    trajectory = session.ask(question, run.settings.config, callbacks)
     status = 0
     try:  # the answer first: nothing may hide it
         report_trajectory(trajectory, as_json=as_json, quiet=quiet, capabilities=session.backend.capabilities)

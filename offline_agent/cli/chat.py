@@ -17,8 +17,7 @@ from typing import Any
 
 import click
 
-from offline_agent.agents import AgentConfig
-from offline_agent.agents.scope import read_scope
+from offline_agent.agents import RunConfig
 from offline_agent.cli.ask import (
     EXIT_TRACE_FAILED,
     LiveView,
@@ -27,19 +26,9 @@ from offline_agent.cli.ask import (
     stop_line,
     write_trace_or_report,
 )
-from offline_agent.cli.options import (
-    action_graph_option,
-    agent_config,
-    backend_choice,
-    backend_options,
-    control_options,
-    evidence_options,
-    model_options,
-    scope_option,
-    session_options,
-)
+from offline_agent.cli.legacy import OptionsCommand
+from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.outputs import check_writable_file
-from offline_agent.runner import corpus_scope
 from offline_agent.steps import Trajectory, Turn
 
 CHAT_COMMANDS = {
@@ -55,7 +44,7 @@ class ChatLoop:
     def __init__(
         self,
         session: Any,
-        config: AgentConfig,
+        config: RunConfig,
         *,
         as_json: bool = False,
         trace: Path | None = None,
@@ -145,17 +134,11 @@ class ChatLoop:
         return trajectory
 
 
-@click.command("chat")
-@model_options(
+@click.command("chat", cls=OptionsCommand)
+@run_options(
     max_steps_help="Most model turns per question; the last one may only answer (see --early-stopping).",
     max_seconds_help="Stop a question after this many seconds (stop reason timeout).",
 )
-@session_options()
-@backend_options()
-@control_options()
-@evidence_options()
-@scope_option()
-@action_graph_option()
 @click.option(
     "--json", "as_json", is_flag=True, help="Print each turn's whole trajectory as one JSON line instead of its answer."
 )
@@ -165,43 +148,7 @@ class ChatLoop:
     help="Append each turn's trajectory as one JSON line to this file.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the steps on stderr.")
-@click.pass_context
-def chat(
-    ctx: click.Context,
-    corpus: str | None,
-    model: str | None,
-    agent: str,
-    max_steps: int,
-    max_seconds: float | None,
-    temperature: float,
-    seed: int,
-    max_tokens: int,
-    context_size: int | None,
-    no_grammar: bool,
-    early_stopping: str,
-    grounded: bool,
-    answer_form: bool,
-    min_searches: int,
-    first_search: bool,
-    exclude_refused: bool,
-    fresh_calls: bool,
-    search_after_refusal: bool,
-    read_hop: bool,
-    samples: int,
-    search_k: int,
-    snippet: str,
-    sentences: int,
-    title_boost: bool,
-    links: int,
-    observation_tokens: int,
-    scope: str | None,
-    budget_hint: bool,
-    action_graph: str | None,
-    as_json: bool,
-    trace: Path | None,
-    quiet: bool,
-    **backend_params: Any,
-) -> None:
+def chat(run: RunChoice, as_json: bool, trace: Path | None, quiet: bool) -> None:
     """Answer questions read from stdin, one per line, with the model and corpus loaded once.
 
     Follow-up questions may refer to earlier turns: the agent sees the last few answered ones. Each question's
@@ -224,21 +171,14 @@ def chat(
     Exit status: 0 when the chat ends, 1 error (model or corpus), 2 bad usage, 4 some turns could not be written
     to the --trace file (their answers were printed).
     """
-    from offline_agent.agents import agent_class
-    from offline_agent.agents.knowagent import check_action_graph
-
-    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
-    check_action_graph(agent_class(agent), action_graph)  # before the model loads
     if trace is not None:
         check_writable_file(trace, "trace file")
-    scope_text = read_scope(scope) if scope is not None else corpus_scope(corpus)
-    config = agent_config(ctx.params, scope=scope_text)
-    session = open_session(corpus, backend, agent=agent, quiet=quiet)
+    session = open_session(run, quiet=quiet)
     stdin = sys.stdin
     interactive = hasattr(stdin, "isatty") and stdin.isatty()
     if interactive and not quiet:
         click.echo("one question per line; " + ", ".join(f"{k} {v}" for k, v in CHAT_COMMANDS.items()), err=True)
-    loop = ChatLoop(session, config, as_json=as_json, trace=trace, quiet=quiet)
+    loop = ChatLoop(session, run.settings.config, as_json=as_json, trace=trace, quiet=quiet)
     loop.run(stdin, interactive=interactive)
     if loop.trace_failures:
         raise SystemExit(EXIT_TRACE_FAILED)

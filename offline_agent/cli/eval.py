@@ -14,17 +14,8 @@ from typing import Any
 
 import click
 
-from offline_agent.agents import AGENTS, DEFAULT_AGENT
-from offline_agent.agents.scope import read_scope
-from offline_agent.cli.options import (
-    action_graph_option,
-    backend_choice,
-    backend_options,
-    control_options,
-    evidence_options,
-    model_options,
-    scope_option,
-)
+from offline_agent.cli.legacy import OptionsCommand
+from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -141,18 +132,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     ]
 
 
-@click.command("eval")
-@model_options(
+@click.command("eval", cls=OptionsCommand)
+@click.argument("dataset", type=click.Path(path_type=Path))
+@run_options(
     max_steps_help="Most model turns per question (cot and standard always take one).",
     max_seconds_help="Stop a question after this many seconds (stop reason timeout).",
-)
-@click.argument("dataset", type=click.Path(path_type=Path))
-@click.option(
-    "--agent",
-    default=DEFAULT_AGENT,
-    show_default=True,
-    metavar="|".join(AGENTS),
-    help=f"Strategy: one of {', '.join(AGENTS)}.",
+    corpus=False,
 )
 @click.option(
     "--setting",
@@ -169,18 +154,6 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     help="Corpus of the pooled setting: a JSONL of {id, title, text}, a folder of documents, an index folder, or "
     "an index's name (as ask --corpus takes it).",
 )
-@click.option(
-    "--grammar",
-    type=click.Choice(["on", "off"]),
-    default="on",
-    show_default=True,
-    help="off: generate unconstrained and let the parser count the format errors.",
-)
-@backend_options()
-@control_options()
-@evidence_options()
-@scope_option()
-@action_graph_option()
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N questions of the dataset.")
 @click.option(
     "--concurrency",
@@ -201,53 +174,22 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 )
 @click.option(
     "--out",
-    "-o",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Run folder [default: runs/<dataset>-<setting>-<agent>-<model>].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-@click.pass_context
 def eval_command(
-    ctx: click.Context,
     dataset: Path,
-    model: str | None,
-    agent: str,
+    run: RunChoice,
     setting: str | None,
     pool: Path | None,
-    grammar: str,
     limit: int | None,
-    seed: int,
-    out: Path | None,
-    max_steps: int,
-    max_seconds: float | None,
-    max_tokens: int,
-    temperature: float,
-    context_size: int | None,
-    early_stopping: str,
-    grounded: bool,
-    answer_form: bool,
-    min_searches: int,
-    first_search: bool,
-    exclude_refused: bool,
-    fresh_calls: bool,
-    search_after_refusal: bool,
-    read_hop: bool,
-    samples: int,
-    search_k: int,
-    snippet: str,
-    sentences: int,
-    title_boost: bool,
-    links: int,
-    observation_tokens: int,
-    scope: str | None,
-    budget_hint: bool,
-    action_graph: str | None,
     concurrency: int,
+    out: Path | None,
     as_json: bool,
     quiet: bool,
-    **backend_params: Any,
 ) -> None:
     """Evaluate an agent on DATASET with a local model; results go to a run folder that resumes.
 
@@ -269,65 +211,38 @@ def eval_command(
     """
     from offline_agent.eval.runner import EvalCallbacks, EvalOptions, prepare_evaluation
 
-    backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
-
     def status(message: str) -> None:
         if not quiet:
             click.echo(message, err=True)
 
     options = EvalOptions(
         dataset=dataset,
-        model=model,
-        agent=agent,
+        settings=run.settings,
+        model=run.model,
         setting=setting,
         pool=pool,
-        grammar=grammar == "on",
         limit=limit,
-        seed=seed,
         out=out,
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        context_size=context_size,
-        early_stopping=early_stopping,
-        grounded=grounded,
-        answer_form=answer_form,
-        min_searches=min_searches,
-        first_search=first_search,
-        exclude_refused=exclude_refused,
-        fresh_calls=fresh_calls,
-        search_after_refusal=search_after_refusal,
-        read_hop=read_hop,
-        samples=samples,
-        search_k=search_k,
-        snippet=snippet,
-        sentences=sentences,
-        title_boost=title_boost,
-        links=links,
-        observation_tokens=observation_tokens,
-        scope=read_scope(scope),
-        budget_hint=budget_hint,
-        action_graph=action_graph,
-        backend=backend.name,
-        backend_options=replace(backend.options, model=None, context_size=None, seed=None),
+        context_size=run.context_size,
+        backend=run.backend.name,
+        backend_options=replace(run.backend.options, model=None, context_size=None, seed=None),
         concurrency=concurrency,
     )
-    run = prepare_evaluation(options, status=status)
-    pending = len(run.pending)
-    done = len(run.selected) - pending
+    prepared = prepare_evaluation(options, status=status)
+    pending = len(prepared.pending)
+    done = len(prepared.selected) - pending
     status(
-        f"run folder: {run.folder.path} ("
-        + (f"resuming: {done} done, {pending} to go)" if run.resumed else f"new: {pending} questions)")
+        f"run folder: {prepared.folder.path} ("
+        + (f"resuming: {done} done, {pending} to go)" if prepared.resumed else f"new: {pending} questions)")
     )
-    with EvalProgress(len(run.selected), done, quiet=quiet) as progress:
-        summary = run.run(EvalCallbacks(on_result=progress.result))
+    with EvalProgress(len(prepared.selected), done, quiet=quiet) as progress:
+        summary = prepared.run(EvalCallbacks(on_result=progress.result))
     if as_json:
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
     else:
         for line in summary_lines(summary):
             click.echo(line)
-        status(f"results: {run.folder.results_path}; summary: {run.folder.summary_path}")
+        status(f"results: {prepared.folder.results_path}; summary: {prepared.folder.summary_path}")
 
 
 @click.command("report")

@@ -1,4 +1,10 @@
-"""Options that `ask`, `chat` and `eval` share, defined once so their names, ranges, defaults and help agree.
+"""Options that `ask`, `chat`, `mcp` and `eval` share, defined once so that their names, ranges, defaults and help
+agree, and collected into one object (`RunChoice`) that the command receives instead of thirty parameters.
+
+What the user chooses is a flag: the model, the corpus, the strategy (`--agent`) and its settings profile
+(`--profile`), the limits and sampling, the grammar switch, the backend and its options. What a strategy chooses
+is one of its options, given as `-o KEY=VALUE` (repeatable) and checked by that strategy; `--help-options`
+lists them. The strategy flags these commands had before are rewritten to that form (legacy.py).
 
 The backend's options (`backend_options`) default to None, so that `backend_choice` can tell an option the user
 gave from one left alone: a backend refuses an option given on the command line that it does not take, and drops
@@ -7,9 +13,10 @@ one that only came from an environment variable (OFFLINE_AGENT_GPU_LAYERS stays 
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -22,9 +29,10 @@ from offline_agent.backends.registry import (
     BackendOptions,
     check_options,
 )
+from offline_agent.errors import ConfigError
 
 if TYPE_CHECKING:
-    from offline_agent.agents import AgentConfig
+    from offline_agent.agents import AgentSettings
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -43,19 +51,6 @@ def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float | N
     return value
 
 
-def agent_config(params: Mapping[str, Any], **overrides: Any) -> AgentConfig:
-    """The AgentConfig of a command's options: every option named after a field of AgentConfig, `--no-grammar`
-    as grammar, then `overrides` (values the command resolved itself, such as the scope)."""
-    from offline_agent.agents import AgentConfig
-
-    names = {field.name for field in fields(AgentConfig)}
-    values = {name: value for name, value in params.items() if name in names}
-    if "no_grammar" in params:
-        values["grammar"] = not params["no_grammar"]
-    values.update(overrides)
-    return AgentConfig(**values)
-
-
 def _stack(options: list[Decorator]) -> Decorator:
     """One decorator applying `options` so that --help lists them in this order."""
 
@@ -67,18 +62,73 @@ def _stack(options: list[Decorator]) -> Decorator:
     return apply
 
 
-def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
-    """--model, the step and time limits, sampling and the context size (each backend's own: backend_options)."""
-    options = [
+_HELP_OPTIONS = "offline_agent.help_options"
+
+
+def _help_options(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """--help-options, --agent and --profile are eager: once all three are read (in any order on the command line,
+    before a missing QUESTION is noticed), --help-options prints the chosen strategy's options and exits."""
+    if param.name == "help_options" and value:
+        ctx.meta[_HELP_OPTIONS] = True
+    seen = {**ctx.params, param.name: value}
+    if ctx.meta.get(_HELP_OPTIONS) and "agent" in seen and "profile" in seen and not ctx.resilient_parsing:
+        from offline_agent.agents import profile_named
+        from offline_agent.cli.strategies import strategy_lines
+
+        profile = profile_named(seen["profile"])
+        click.echo("\n".join(strategy_lines(seen["agent"] or profile.agent, profile.name)))
+        ctx.exit(0)
+    return value
+
+
+def _strategy_options() -> list[Decorator]:
+    """--agent, --profile, -o and --help-options."""
+    from offline_agent.agents import AGENTS, DEFAULT_PROFILE, PROFILES
+
+    profiles = "; ".join(f"{name}: {profile.help.rstrip('.')}" for name, profile in sorted(PROFILES.items()))
+    return [
         click.option(
-            "--model",
-            "-m",
-            metavar="NAME_OR_PATH",
-            envvar="OFFLINE_AGENT_MODEL",
-            callback=_model_name,
-            help="Registry name, .gguf path, or (transformers) a model folder; with --backend http, the name of the "
-            "server's model [env OFFLINE_AGENT_MODEL; default: the registry default, or the server's one model].",
+            "--agent",
+            type=click.Choice(sorted(AGENTS)),
+            default=None,
+            is_eager=True,
+            callback=_help_options,
+            help="Strategy [default: the profile's, verify for answer]; `offline-agent strategies` lists them.",
         ),
+        click.option(
+            "--profile",
+            type=click.Choice(sorted(PROFILES)),
+            default=DEFAULT_PROFILE,
+            show_default=True,
+            is_eager=True,
+            callback=_help_options,
+            help=f"Named settings of the strategy's options. {profiles}",
+        ),
+        click.option(
+            "-o",
+            "--option",
+            "option_values",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Set an option of the strategy (repeatable), e.g. -o read_hop=false; see --help-options.",
+        ),
+        click.option(
+            "--help-options",
+            is_flag=True,
+            is_eager=True,
+            expose_value=False,
+            callback=_help_options,
+            help="Show the chosen strategy's options (key, type, default, help) and exit.",
+        ),
+    ]
+
+
+def _run_config_options(max_steps_help: str, max_seconds_help: str) -> list[Decorator]:
+    """The run config every strategy obeys: limits, sampling, the grammar switch, the last step, the budget hint,
+    self-consistency and the scope check."""
+    from offline_agent.agents.run import EARLY_STOPPING
+
+    return [
         click.option("--max-steps", type=click.IntRange(1, 50), default=8, show_default=True, help=max_steps_help),
         click.option(
             "--max-seconds",
@@ -104,224 +154,136 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (recorded with the run)."),
         click.option(
-            "--context-size",
-            type=click.IntRange(512, 131072),
+            "--grammar",
+            type=click.Choice(["on", "off"]),
+            default="on",
+            show_default=True,
+            help="off: generate without the grammar (the parser still checks every step and counts format errors).",
+        ),
+        click.option(
+            "--early-stopping",
+            type=click.Choice(EARLY_STOPPING),
+            default="generate",
+            show_default=True,
+            help="generate: the last allowed step may only be Final; force: it is an ordinary step, and a run "
+            "with no Final by then stops without an answer (stop reason max_steps).",
+        ),
+        click.option(
+            "--budget-hint/--no-budget-hint",
+            default=False,
+            show_default=True,
+            help="Tell the model after each Observation how many steps it has left.",
+        ),
+        click.option(
+            "--samples",
+            type=click.IntRange(1, 32),
+            default=1,
+            show_default=True,
+            help="Self-consistency: run the question this many times (the others sampled at temperature 0.7) "
+            "and answer what most runs answered.",
+        ),
+        click.option(
+            "--scope",
+            metavar="TEXT_OR_FILE",
             default=None,
-            help="Context window in tokens [default: the registry's n_ctx, else 4096].",
+            help="What the documents are about (text, or a file holding it): a question outside it gets a short "
+            "refusal (stop reason out_of_scope) before any search. Default: the scope stored with the index "
+            "(`index --scope`) or the sample corpus's; --scope '' turns the check off.",
         ),
     ]
-    return _stack(options)
 
 
-def control_options() -> Decorator:
-    """--early-stopping, --grounded and --budget-hint: what the last step may do, what an answer may say, and
-    whether the model sees its budget."""
-    from offline_agent.agents import ANSWER_DEFAULTS
-    from offline_agent.agents.react import EARLY_STOPPING
-
-    return _stack(
-        [
-            click.option(
-                "--early-stopping",
-                type=click.Choice(EARLY_STOPPING),
-                default="generate",
-                show_default=True,
-                help="generate: the last allowed step may only be Final; force: it is an ordinary step, and a run "
-                "with no Final by then stops without an answer (stop reason max_steps).",
-            ),
-            click.option(
-                "--grounded/--no-grounded",
-                default=ANSWER_DEFAULTS["grounded"],
-                show_default=True,
-                help="The Final answer may only be a span of the question or of what the searches returned (or "
-                "yes/no), within one sentence and without a lower-case is/was/are/were: each step's grammar is "
-                "rebuilt from what the run has read.",
-            ),
-            click.option(
-                "--answer-form/--no-answer-form",
-                default=ANSWER_DEFAULTS["answer_form"],
-                show_default=True,
-                help="With --grounded, the Final takes the form the question asks for: yes or no for a yes/no "
-                "question, one of the options of an 'A or B' question, else a span of what the searches returned "
-                "(not of the question).",
-            ),
-            click.option(
-                "--exclude-refused/--no-exclude-refused",
-                default=ANSWER_DEFAULTS["exclude_refused"],
-                show_default=True,
-                help="With --grounded and --agent verify: a Final refused as wrong (it repeats the question, names "
-                "nothing ('The film'), is not the kind of thing asked for (or its document never uses a word the "
-                "question puts before that kind) or the part of a name asked for, dates "
-                "another event than the one asked about, is the entity the question describes on the way, loses a "
-                "comparison, disagrees with the two documents read one at a time, is not in both documents of a "
-                "question about what two things share) cannot be written again, in any case, nor a span that "
-                "begins with it or "
-                "that it begins with; and the last step of a comparing question may only write the option whose "
-                "number wins, where both documents give one.",
-            ),
-            click.option(
-                "--fresh-calls/--no-fresh-calls",
-                default=False,
-                show_default=True,
-                help="Each step's grammar leaves out the tool calls the run has already made (case and spacing "
-                "ignored) and lookups with no further match, so the model cannot loop on a call that would only "
-                "be refused as a repeat. Strategies on react's loop (react, verify).",
-            ),
-            click.option(
-                "--search-after-refusal/--no-search-after-refusal",
-                default=False,
-                show_default=True,
-                help="With --agent verify: after a Final refused for want of a fact and shown no document (not in "
-                "what the run has read, repeats the question, names nothing, not the kind of thing asked for, dates "
-                "another event), the next step may only search.",
-            ),
-            click.option(
-                "--read-hop/--no-read-hop",
-                default=ANSWER_DEFAULTS["read_hop"],
-                show_default=True,
-                help="With --grounded and --agent verify: a Final refused as the entity on the way (not the kind of "
-                "thing asked for, or the entity the question describes) also has the model answer the question from "
-                "that entity's own document alone, in one call, and shows the answer it found there with its "
-                "sentence.",
-            ),
-            click.option(
-                "--first-search/--no-first-search",
-                default=False,
-                show_default=True,
-                help="Open every run with a search for the question itself (written by the agent, not the model).",
-            ),
-            click.option(
-                "--min-searches",
-                type=click.IntRange(0, 10),
-                default=0,
-                show_default=True,
-                help="Final is allowed only after this many successful searches, and until then only search may be "
-                "called (the last step may always answer).",
-            ),
-            click.option(
-                "--samples",
-                type=click.IntRange(1, 32),
-                default=1,
-                show_default=True,
-                help="Self-consistency: run the question this many times (the first run as configured, the others "
-                "sampled at temperature 0.7) and answer what most runs answered. Costs that many runs.",
-            ),
-            click.option(
-                "--budget-hint/--no-budget-hint",
-                default=False,
-                show_default=True,
-                help="Tell the model after each Observation how many steps it has left (off by default: with "
-                "the default model it made react take more steps and repeat searches, for lower exact match).",
-            ),
-        ]
-    )
-
-
-def session_options(*, corpus: bool = True) -> Decorator:
-    """The corpus (unless `corpus` is False: `mcp` takes --index), the strategy and the grammar switch of a session
-    that answers questions (ask, chat, mcp)."""
-    from offline_agent.agents import AGENTS, DEFAULT_AGENT
-
+def run_options(*, max_steps_help: str, max_seconds_help: str, corpus: bool = True) -> Decorator:
+    """The options of a command that answers questions, handed to it as one RunChoice in the parameter `run`:
+    --model, the corpus (unless `corpus` is False: `mcp` takes --index), the strategy and its options, the run
+    config, and the backend with its own options."""
     corpus_option = click.option(
         "--corpus",
         "-c",
         metavar="DIR_OR_INDEX",
         help="Folder or file of documents, an index folder, or an index name. Default: the sample corpus.",
     )
-    return _stack(
-        [
-            *([corpus_option] if corpus else []),
-            click.option(
-                "--agent",
-                type=click.Choice(sorted(AGENTS)),
-                default=DEFAULT_AGENT,
-                show_default=True,
-                help="Agent strategy (verify: ReAct whose Finals are checked before they count).",
-            ),
-            click.option(
-                "--no-grammar", is_flag=True, help="Generate without the grammar (the parser still checks every step)."
-            ),
-        ]
-    )
+    options = [
+        click.option(
+            "--model",
+            "-m",
+            metavar="NAME_OR_PATH",
+            envvar="OFFLINE_AGENT_MODEL",
+            callback=_model_name,
+            help="Registry name, .gguf path, or (transformers) a model folder; with --backend http, the name of the "
+            "server's model [env OFFLINE_AGENT_MODEL; default: the registry default, or the server's one model].",
+        ),
+        *([corpus_option] if corpus else []),
+        *_strategy_options(),
+        *_run_config_options(max_steps_help, max_seconds_help),
+        click.option(
+            "--context-size",
+            type=click.IntRange(512, 131072),
+            default=None,
+            help="Context window in tokens [default: the registry's n_ctx, else 4096].",
+        ),
+        backend_options(),
+    ]
+
+    def apply(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def command(*args: Any, **params: Any) -> Any:
+            run = run_choice(click.get_current_context(), params, corpus=corpus)
+            return function(*args, run=run, **params)
+
+        return _stack(options)(command)
+
+    return apply
 
 
-def evidence_options() -> Decorator:
-    """--search-k, --snippets and --title-boost: what a search shows the model."""
-    from offline_agent.agents import ANSWER_DEFAULTS
-    from offline_agent.tools.corpus import SNIPPETS
+@dataclass(frozen=True)
+class RunChoice:
+    """What a command that answers questions was asked to run: the settings (strategy, profile, run config and
+    options), the backend with its options, the model as named, and the corpus (ask and chat)."""
 
-    return _stack(
-        [
-            click.option(
-                "--search-k",
-                type=click.IntRange(1, 20),
-                default=ANSWER_DEFAULTS["search_k"],
-                show_default=True,
-                help="Passages per search.",
-            ),
-            click.option(
-                "--snippets",
-                "snippet",
-                type=click.Choice(SNIPPETS),
-                default=ANSWER_DEFAULTS["snippet"],
-                show_default=True,
-                help="What a search shows of each passage: its head (first 600 characters), or its first sentence "
-                "and the --sentences - 1 others that best match the query and the question.",
-            ),
-            click.option(
-                "--sentences",
-                type=click.IntRange(1, 20),
-                default=ANSWER_DEFAULTS["sentences"],
-                show_default=True,
-                help="With --snippets sentences: sentences shown per passage, its first one included.",
-            ),
-            click.option(
-                "--title-boost/--no-title-boost",
-                default=False,
-                show_default=True,
-                help="Put the document whose title the query names first, whatever its BM25 rank.",
-            ),
-            click.option(
-                "--observation-tokens",
-                type=click.IntRange(32, 4096),
-                default=ANSWER_DEFAULTS["observation_tokens"],
-                show_default=True,
-                help="An Observation longer than this many tokens is cut (at a word, marked with ...).",
-            ),
-            click.option(
-                "--links",
-                type=click.IntRange(0, 20),
-                default=ANSWER_DEFAULTS["links"],
-                show_default=True,
-                help="Also show up to N documents that the found passages name (their title is written in a "
-                "passage), after the passages: the next hop of a question, without another search.",
-            ),
-        ]
-    )
+    settings: AgentSettings
+    backend: BackendChoice
+    model: str | None = None
+    context_size: int | None = None
+    corpus: str | None = None
 
 
-def scope_option() -> Decorator:
-    """--scope: what the corpus is about; questions outside it are refused before any search."""
-    return click.option(
-        "--scope",
-        metavar="TEXT_OR_FILE",
-        default=None,
-        help="What the documents are about (text, or a file holding it): a question outside it gets a short refusal "
-        "(stop reason out_of_scope) before any search. Default: the scope stored with the index (`index --scope`) or "
-        "the sample corpus's; --scope '' turns the check off.",
-    )
+def run_choice(ctx: click.Context, params: dict[str, Any], *, corpus: bool) -> RunChoice:
+    """Read the shared options out of a command's `params` (they are removed from it). A strategy option that
+    does not exist or does not parse, or a bad value of one, is a usage error (exit 2) that says why."""
+    from offline_agent.agents import agent_settings
+    from offline_agent.agents.options import parse_assignments
+    from offline_agent.agents.scope import read_scope
 
+    backend = backend_choice(ctx, params)
+    model, context_size = params.pop("model"), params.pop("context_size")
+    where = params.pop("corpus", None)
+    scope = params.pop("scope")
+    if scope is not None or not corpus:
+        scope_text = read_scope(scope)
+    else:
+        from offline_agent.runner import corpus_scope
 
-def action_graph_option() -> Decorator:
-    """--action-graph: knowagent's action graph file."""
-    return click.option(
-        "--action-graph",
-        type=click.Path(dir_okay=False),
-        default=None,
-        metavar="FILE",
-        help="knowagent only: a TOML file of the actions and which may follow which [default: the shipped graph, "
-        "Start -> Search | Retrieve, then Search, Retrieve, Lookup, Finish].",
-    )
+        scope_text = corpus_scope(where)
+    try:
+        settings = agent_settings(
+            params.pop("agent"),
+            params.pop("profile"),
+            parse_assignments(params.pop("option_values")),
+            max_steps=params.pop("max_steps"),
+            max_seconds=params.pop("max_seconds"),
+            max_tokens=params.pop("max_tokens"),
+            temperature=params.pop("temperature"),
+            seed=params.pop("seed"),
+            grammar=params.pop("grammar") == "on",
+            early_stopping=params.pop("early_stopping"),
+            budget_hint=params.pop("budget_hint"),
+            samples=params.pop("samples"),
+            scope=scope_text,
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc), ctx) from None
+    return RunChoice(settings, backend, model=model, context_size=context_size, corpus=where)
 
 
 def _backend_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str:

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from offline_agent import __version__
+from offline_agent._version import __version__
 from offline_agent.eval.report import RunData, breakdown_table, comparison_table, stop_table
 from offline_agent.eval.results import ResultsError
 

@@ -16,7 +16,7 @@ from offline_agent.errors import ConfigError
 from offline_agent.eval.results import ResultsError
 
 if TYPE_CHECKING:
-    from offline_agent.eval.report import RunData
+    from offline_agent.eval.run_data import RunData
 
 INSTALL_HINT = "pip install 'offline-agent[report]'"
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offline_agent.eval.results import CONFIG, RESULTS, ResultsError, RunFolder
-from offline_agent.eval.scoring import summarize
+from offline_agent.eval.results import ResultsError
+from offline_agent.eval.run_data import RunData, load_run, unique_names
 
 # (column title, how to get the cell from a run's summary)
 _COLUMNS: tuple[tuple[str, str], ...] = (
@@ -40,44 +39,6 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
 
 # Columns shown only when some run has them (supporting facts need a dataset with sentence-level facts).
 _OPTIONAL = frozenset({"sp_em%", "sp_f1%", "joint_em%", "joint_f1%"})
-
-
-@dataclass
-class RunData:
-    """One run folder read back: its name, config, result rows and the summary recomputed from them."""
-
-    name: str
-    path: Path
-    config: dict[str, Any]
-    rows: list[dict[str, Any]]
-    summary: dict[str, Any]
-
-    @property
-    def model(self) -> str:
-        return str((self.config.get("model") or {}).get("name") or "?")
-
-
-def load_run(path: str | Path) -> RunData:
-    """Read a run folder (config.json and results.jsonl); ResultsError when it is not one."""
-    folder = RunFolder(path)
-    if not folder.path.is_dir():
-        raise ResultsError(f"run folder not found: {folder.path}")
-    config = folder.read_config()
-    if config is None:
-        raise ResultsError(f"not a run folder: {folder.path} (no {CONFIG}; make one with `offline-agent eval`)")
-    rows = folder.read_results(repair=False)
-    if not rows:
-        raise ResultsError(f"{folder.path} has no results yet ({RESULTS} is empty or missing)")
-    return RunData(folder.path.name, folder.path, config, rows, summarize(rows))
-
-
-def unique_names(runs: Sequence[RunData]) -> list[RunData]:
-    """The runs, named by folder name, or by path where two folders share a name."""
-    names = [run.name for run in runs]
-    for run in runs:
-        if names.count(run.name) > 1:
-            run.name = str(run.path)
-    return list(runs)
 
 
 def _value(summary: dict[str, Any], key: str) -> Any:
@@ -161,6 +122,11 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(header), rule, *(line(row) for row in rows)])
 
 
+def _profile(config: dict[str, Any]) -> str:
+    """ ", profile NAME" for a run recorded with its settings profile (folders from before profiles have none)."""
+    return f", profile {config['profile']}" if config.get("profile") else ""
+
+
 def render_markdown(runs: Sequence[RunData], plots: Sequence[Path], notes: Sequence[str] = ()) -> str:
     """The whole report.md: the comparison, breakdowns, stop reasons, the runs' configs, and the plots."""
     parts = ["# Evaluation report", "", markdown_table(*comparison_table(runs)), ""]
@@ -184,7 +150,7 @@ def render_markdown(runs: Sequence[RunData], plots: Sequence[Path], notes: Seque
         dataset = config.get("dataset") or {}
         corpus = config.get("corpus") or {}
         parts.append(
-            f"- `{run.name}` ({run.path}): agent {config.get('agent')}, model {run.model} "
+            f"- `{run.name}` ({run.path}): agent {config.get('agent')}{_profile(config)}, model {run.model} "
             f"(sha256 {str(model.get('sha256'))[:12]}), grammar {config.get('grammar')} "
             f"({str(config.get('grammar_sha256'))[:12]}), prompt {str(config.get('prompt_sha256'))[:12]}, "
             f"seed {config.get('seed')}, dataset {Path(str(dataset.get('path'))).name} "
@@ -223,3 +189,16 @@ def write_report(runs: Sequence[RunData], out: str | Path, *, plots: bool = True
     except OSError as exc:
         raise ResultsError(f"cannot write the report in {out}: {exc.strerror or exc}") from None
     return path, images
+
+
+__all__ = [
+    "RunData",
+    "breakdown_table",
+    "comparison_table",
+    "load_run",
+    "markdown_table",
+    "render_markdown",
+    "stop_table",
+    "unique_names",
+    "write_report",
+]

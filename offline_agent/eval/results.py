@@ -9,7 +9,10 @@
   a rerun whose configuration differs in any field that can change an answer is refused, with the fields
   named. The question limit, the output folder and machine details (paths, GPU layers) may change. A field added
   to the config after a folder was written is read as the value that reproduces how that folder's runs behaved
-  (ADDED_FIELDS), so old folders stay resumable with the settings they were run with.
+  (ADDED_FIELDS), so old folders stay resumable with the settings they were run with. `agent_config` holds the
+  run config and the strategy's options in one mapping; a setting an old folder records that the strategy does
+  not have (folders written before strategies declared their own options record every strategy's) is not
+  compared, since it never changed that strategy's answers. The profile is a name for the options, not compared.
 - config.json, summary.json and predictions.json (HotpotQA's official format, rewritten after every appended
   result) are replaced atomically (written aside, fsynced, renamed).
 """
@@ -103,7 +106,9 @@ def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         before, after = _field(old, name), _field(new, name)
         if before != after:
             if isinstance(before, dict) and isinstance(after, dict):
-                keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+                # Only what the run has now: before strategies declared their own options, every folder
+                # recorded all of them, those its strategy never read too (read_hop for react).
+                keys = sorted(k for k in after if before.get(k) != after.get(k))
                 out.extend(f"{name}.{k}: {before.get(k)!r} there, {after.get(k)!r} now" for k in keys)
             else:
                 out.append(f"{name}: {_short(before)} there, {_short(after)} now")

@@ -30,9 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from offline_agent import __version__
-from offline_agent.agents import ANSWER_DEFAULTS, DEFAULT_AGENT, AgentConfig, Strategy, agent_class
-from offline_agent.agents.knowagent import check_action_graph
+from offline_agent._version import __version__
+from offline_agent.agents import AgentSettings, KnowAgentOptions, Strategy, agent_class, agent_settings
 from offline_agent.backends.registry import BackendOptions, backend_entry, canonical_backend_name
 from offline_agent.errors import ConfigError, ModelError, OfflineAgentError
 from offline_agent.eval.corpora import EvalCorpus, default_pool, open_eval_corpus, resolve_setting
@@ -49,48 +48,30 @@ StatusFn = Callable[[str], None]
 
 @dataclass
 class EvalOptions:
-    """Everything `offline-agent eval` takes; all of it is recorded in config.json."""
+    """Everything `offline-agent eval` takes; all of it is recorded in config.json.
+
+    `settings` is what runs (agents.AgentSettings: the strategy, the profile its options came from, the run
+    config and the strategy's options); the default is the product's, the `answer` profile."""
 
     dataset: Path
+    settings: AgentSettings = field(default_factory=agent_settings)
     model: str | None = None
-    agent: str = DEFAULT_AGENT
     setting: str | None = None
     pool: Path | None = None
-    grammar: bool = True
     limit: int | None = None
-    seed: int = 0
     out: Path | None = None
-    max_steps: int = 8
-    max_seconds: float | None = None
-    max_tokens: int = 192
-    temperature: float = 0.0
     context_size: int | None = None
     tools: tuple[str, ...] = DEFAULT_TOOLS
-    early_stopping: str = "generate"
-    budget_hint: bool = False
-    grounded: bool = ANSWER_DEFAULTS["grounded"]
-    answer_form: bool = ANSWER_DEFAULTS["answer_form"]
-    search_k: int = ANSWER_DEFAULTS["search_k"]
-    snippet: str = ANSWER_DEFAULTS["snippet"]
-    sentences: int = ANSWER_DEFAULTS["sentences"]
-    title_boost: bool = False
-    links: int = ANSWER_DEFAULTS["links"]
-    observation_tokens: int = ANSWER_DEFAULTS["observation_tokens"]
-    min_searches: int = 0
-    samples: int = 1
-    first_search: bool = False
-    exclude_refused: bool = ANSWER_DEFAULTS["exclude_refused"]
-    fresh_calls: bool = False
-    search_after_refusal: bool = False
-    read_hop: bool = ANSWER_DEFAULTS["read_hop"]
-    scope: str | None = None  # what the corpus is about (agents/scope.py); None: no scope check
-    action_graph: str | None = None  # knowagent's action graph file (None: the graph shipped with the package)
     backend: str = "llamacpp"
     # The backend's own settings (gpu_layers, threads, server_url, ...); model, context_size and seed are above.
     backend_options: BackendOptions = field(default_factory=BackendOptions)
     concurrency: int = 1  # questions in flight at once (a server backend, or llamacpp with --parallel)
 
     def __post_init__(self) -> None:
+        self.dataset = Path(self.dataset)
+        self.pool = None if self.pool is None else Path(self.pool)
+        self.out = None if self.out is None else Path(self.out)
+        self.tools = tuple(self.tools)
         self.backend = canonical_backend_name(self.backend)
         if self.concurrency < 1:
             raise ConfigError("--concurrency must be at least 1")
@@ -105,39 +86,18 @@ class EvalOptions:
     def in_flight(self) -> int:
         """Questions answered at once: --concurrency, or as many as the backend's --parallel sequences."""
         return max(self.concurrency, self.backend_options.parallel or 1)
-        self.dataset = Path(self.dataset)
-        self.pool = None if self.pool is None else Path(self.pool)
-        self.out = None if self.out is None else Path(self.out)
-        self.tools = tuple(self.tools)
 
-    def agent_config(self) -> AgentConfig:
-        return AgentConfig(
-            max_steps=self.max_steps,
-            max_seconds=self.max_seconds,
-            temperature=self.temperature,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
-            grammar=self.grammar,
-            early_stopping=self.early_stopping,
-            budget_hint=self.budget_hint,
-            grounded=self.grounded,
-            answer_form=self.answer_form,
-            search_k=self.search_k,
-            snippet=self.snippet,
-            sentences=self.sentences,
-            title_boost=self.title_boost,
-            links=self.links,
-            observation_tokens=self.observation_tokens,
-            min_searches=self.min_searches,
-            samples=self.samples,
-            first_search=self.first_search,
-            exclude_refused=self.exclude_refused,
-            fresh_calls=self.fresh_calls,
-            search_after_refusal=self.search_after_refusal,
-            read_hop=self.read_hop,
-            scope=self.scope,
-            action_graph=self.action_graph,
-        )
+    @property
+    def agent(self) -> str:
+        return self.settings.agent
+
+    @property
+    def seed(self) -> int:
+        return self.settings.config.seed
+
+    @property
+    def grammar(self) -> bool:
+        return self.settings.config.grammar
 
     def all_backend_options(self) -> BackendOptions:
         """The backend's settings with the model, context size and seed of the run."""
@@ -167,10 +127,11 @@ def default_out(options: EvalOptions, setting: str) -> Path:
         parts.append(options.backend)
     if not options.grammar:
         parts.append("nogrammar")
-    if options.early_stopping != "generate":
-        parts.append(options.early_stopping)
-    if options.action_graph:  # knowagent over a graph of one's own: -<the graph file's stem>
-        parts.append(Path(options.action_graph).stem)
+    if options.settings.config.early_stopping != "generate":
+        parts.append(options.settings.config.early_stopping)
+    chosen = options.settings.options
+    if isinstance(chosen, KnowAgentOptions) and chosen.action_graph:  # a graph of one's own: -<its file's stem>
+        parts.append(Path(chosen.action_graph).stem)
     if options.seed:
         parts.append(f"seed{options.seed}")
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
@@ -255,14 +216,15 @@ class EvalRun:
         """Run the agent on one question (fresh tools and state) and return its result row."""
         from offline_agent.runner import Session
 
-        session = Session(
+        settings = self.options.settings
+        session = Session.from_settings(
+            settings,
             backend=self.backend,
             index=self.corpus.index_for(record),
             corpus=self.corpus.label_for(record),
-            agent=self.options.agent,
             tools=self.options.tools,
         )
-        trajectory = session.ask(record.question, self.options.agent_config())
+        trajectory = session.ask(record.question, settings.config)
         uses_tools = agent_class(self.options.agent).uses_tools
         return result_row(
             record, trajectory, uses_tools=uses_tools, sentences=self.sentences, capabilities=self.backend.capabilities
@@ -340,8 +302,6 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
     agent_cls = agent_class(options.agent)
     if backend is None:
         _check_concurrency(options, backend_entry(options.backend).in_process, options.backend)
-    options.agent_config()  # bad numbers fail here, before anything is loaded
-    check_action_graph(agent_cls, options.action_graph)
     dataset = load_dataset(options.dataset)
     if options.limit is not None and options.limit < 1:
         raise ConfigError("--limit must be at least 1")
@@ -368,9 +328,9 @@ def prepare_evaluation(options: EvalOptions, *, backend: Any | None = None, stat
         say(f"model: {described.get('name')} ({where}; backend {backend.name})")
         from offline_agent.runner import agent_tools
 
-        search = options.agent_config().search_settings()
+        search = options.settings.options.search_settings()
         tools = build_tools(corpus.index_for(selected[0]), agent_tools(agent_cls, options.tools), search)
-        probe = agent_cls(backend, tools, options.agent_config())
+        probe = options.settings.build(backend, tools)
         config = _config(options, dataset, corpus, probe, described, pool)
         resumed = folder.claim(config)
         rows = folder.read_results(repair=True)
@@ -424,7 +384,11 @@ def _config(
             "pool": None if pool is None else str(pool),
         },
         "agent": options.agent,
-        "agent_config": asdict(probe.config),
+        # The run config and the strategy's options in one mapping, as the probe runs them (a strategy may bound
+        # the run config: cot and standard take one step); the options again on their own, and their profile.
+        "agent_config": {**asdict(probe.config), **probe.options.to_dict()},
+        "strategy_options": probe.options.to_dict(),
+        "profile": options.settings.profile,
         "backend": canonical_backend_name(probe.backend.name),
         "capabilities": asdict(probe.backend.capabilities),
         "model": {**model, "id": model.get("sha256") or model.get("name")},

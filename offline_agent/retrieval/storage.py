@@ -127,7 +127,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _manifest(generation: str, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from offline_agent import __version__
+    from offline_agent._version import __version__
 
     return {
         "format": FORMAT_NAME,
