@@ -9,6 +9,9 @@ a blank line, or a line break before a list item or heading, always ends one. A 
 abbreviation ("Dr.", "e.g.") or a single capital letter ("J. Smith") does not end one. Limits: no
 language-specific rules beyond this; sentences inside quotes that end in `.` followed by a lowercase word stay
 joined with what follows.
+
+Time is linear in the length of the text: each candidate end looks back only over the word before it, and a run of
+end marks (a row of dots) is tried once, from its first mark.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ _ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al fig figs no nos vol pp ca approx dept est inc ltd co
     corp jan feb mar apr jun jul aug sep sept oct nov dec mt ft gen gov lt col sgt capt rev u.s u.k""".split()  # noqa: SIM905
 )
-_END_RE = re.compile(r"""(?:[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
+# The look-behind starts a match only at the first mark of a run: from inside a run the match could only fail the
+# same way as from its start, and trying each mark of a long row of dots cost time in the square of its length.
+_END_RE = re.compile(r"""(?:(?<![.!?…])[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
 _BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{1,6}\s))")
 _WORD_BEFORE_RE = re.compile(r"(\S+)$")
 _NEXT_RE = re.compile(r"\s*(\S)")
@@ -61,12 +66,25 @@ def _is_sentence_end(text: str, start: int, end: int) -> bool:
     if nxt.group(1).islower():
         return False
     if text[start] == ".":
-        word = _WORD_BEFORE_RE.search(text, 0, start)
+        word = _word_before(text, start)
         if word is not None:
             w = word.group(1).lstrip("(\"'“‘").lower()
             if w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha()):
                 return False
     return True
+
+
+def _word_before(text: str, end: int) -> re.Match[str] | None:
+    """What `_WORD_BEFORE_RE.search(text, 0, end)` finds (the run of non-space characters that ends at `end`, or
+    before a line break there), looking back only as far as that run goes: searching from the start of the text
+    made splitting take time in the square of its length."""
+    step, lo = 32, end
+    while True:
+        lo = max(0, lo - step)
+        word = _WORD_BEFORE_RE.search(text, lo, end)
+        if word is None or word.start() > lo or lo == 0:
+            return word
+        step *= 2  # the run may go on before `lo`: look further back
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
