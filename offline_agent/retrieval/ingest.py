@@ -12,6 +12,7 @@ with ".") are skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import Counter
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offline_agent.retrieval.chunking import document_passages
 from offline_agent.retrieval.passages import Passage
 from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
-from offline_agent.retrieval.sentences import chunk_spans
 
 DEFAULT_MAX_FILE_BYTES = 256 << 20
 
@@ -190,10 +191,8 @@ def read_entry(entry: FileEntry, options: IngestOptions) -> tuple[list[Passage],
     del data
     passages: list[Passage] = []
     for doc in docs:
-        body = doc.text[doc.body_start :]
-        for start, end in chunk_spans(body, options.chunk_size, options.chunk_overlap):
-            s, e = start + doc.body_start, end + doc.body_start
-            passages.append(Passage(len(passages), doc.doc_id, doc.title, doc.text[s:e], entry.source, s, e))
+        size, overlap = options.chunk_size, options.chunk_overlap
+        passages.extend(document_passages(doc, entry.source, size, overlap, first_id=len(passages)))
     if not passages:
         raise SkipFile("no text" if not notes else f"no usable records ({notes[0]})")
     return passages, fingerprint, notes
@@ -237,7 +236,7 @@ def ingest_paths(
                 progress(entry, 0)
             continue
         base = len(out.passages)
-        out.passages.extend(Passage(base + p.id, p.doc_id, p.title, p.text, p.source, p.start, p.end) for p in passages)
+        out.passages.extend(dataclasses.replace(p, id=base + p.id) for p in passages)
         fingerprint["passages"] = len(passages)
         out.files[entry.source] = dict(fingerprint, doc_id=entry.doc_id)
         out.notes.extend((entry.source, n) for n in notes)
