@@ -25,6 +25,7 @@ _ABBREVIATIONS = frozenset(
 # The look-behind starts a match only at the first mark of a run: from inside a run the match could only fail the
 # same way as from its start, and trying each mark of a long row of dots cost time in the square of its length.
 _END_RE = re.compile(r"""(?:(?<![.!?…])[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
+_MARK_RE = re.compile(r"[.!?…。！？]")  # where an _END_RE match can start
 _BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{1,6}\s))")
 _WORD_BEFORE_RE = re.compile(r"(\S+)$")
 _NEXT_RE = re.compile(r"\s*(\S)")
@@ -37,9 +38,18 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     Every non-whitespace character of `text` falls in exactly one span.
     """
     cuts = {m.end() for m in _BREAK_RE.finditer(text)}
-    for m in _END_RE.finditer(text):
-        if _is_sentence_end(text, m.start(), m.end()):
-            cuts.add(m.end())
+    # What _END_RE.finditer(text) finds, found faster: a match can only start at an end mark, so the pattern is
+    # tried at each mark (not after the last match) instead of at every character.
+    after = 0
+    for mark in _MARK_RE.finditer(text):
+        at = mark.start()
+        if at < after:
+            continue
+        m = _END_RE.match(text, at)
+        if m is not None:
+            after = m.end()
+            if _is_sentence_end(text, at, after):
+                cuts.add(after)
     spans = []
     start = 0
     for cut in sorted(cuts) + [len(text)]:
@@ -88,11 +98,11 @@ def _word_before(text: str, end: int) -> re.Match[str] | None:
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
+    part = text[start:end]
+    left = part.lstrip()
+    if not left:
+        return None
+    return start + len(part) - len(left), start + len(part.rstrip())
 
 
 def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | None = None) -> list[tuple[int, int]]:
@@ -134,6 +144,10 @@ def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | 
 
 def _bounded_units(text: str, start: int, end: int, size: int, max_chars: int) -> list[tuple[int, int, int]]:
     """(start, end, words) pieces of one sentence, each at most `size` words and `max_chars` characters."""
+    if end - start <= max_chars:  # the usual sentence: count its words without locating them
+        count = len(text[start:end].split())  # str.split and the regex's \s agree on what is a space
+        if count <= size:
+            return [(start, end, count)]
     words = [(m.start(), m.end()) for m in _WS_RE.finditer(text, start, end)]
     if len(words) <= size and end - start <= max_chars:
         return [(start, end, len(words))]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from offline_agent.retrieval.readers.base import Document, Fields, Section, decode_text
 from offline_agent.retrieval.readers.html_content import PageText
+from offline_agent.retrieval.readers.html_tree import tree_content
 
 try:
     from lxml import etree as _etree
@@ -52,8 +53,9 @@ def _read_stdlib(html: str) -> PageText:
     return page
 
 
-def _read_lxml(html: str) -> PageText | None:
-    """The page read with lxml, or None where lxml did not read all of it (the caller then uses the fallback)."""
+def _read_lxml(html: str) -> tuple[str, str, tuple[Section, ...]] | None:
+    """(title, text, sections) of the page read with lxml, or None where lxml did not read all of it or the page
+    holds html_content's marker character (the caller then uses the fallback)."""
     parser = _etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
     try:
         root = _etree.fromstring(html.replace("\x00", "").encode("utf-8", "surrogatepass"), parser)
@@ -61,31 +63,15 @@ def _read_lxml(html: str) -> PageText | None:
         return None
     if any("depth" in str(error.message).lower() for error in parser.error_log):
         return None  # libxml2 stopped at its nesting limit, and what follows was not read
-    page = PageText()
     if root is None:
-        return page
-    walker = _etree.iterwalk(root, events=("start", "end"))
-    start, end, data = page.start, page.end, page.data
-    for event, element in walker:
-        tag = element.tag
-        if event == "start":
-            if start(tag, element.get):
-                walker.skip_subtree()
-            elif element.text:
-                data(element.text)
-        else:
-            end(tag)
-            if element.tail:
-                data(element.tail)
-    return page
+        return "", "", ()
+    return tree_content(root)
 
 
 def html_content(html: str) -> tuple[str, str, tuple[Section, ...]]:
     """(title, main text, heading sections) of an HTML page; see html_content.PageText for what is kept."""
-    page = _read_lxml(html) if _etree is not None else None
-    if page is None:
-        page = _read_stdlib(html)
-    return page.result()
+    content = _read_lxml(html) if _etree is not None else None
+    return content if content is not None else _read_stdlib(html).result()
 
 
 def html_to_text(html: str) -> tuple[str, str]:

@@ -27,6 +27,7 @@ page without a main element) stays; content a site marks up as navigation is dro
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -62,8 +63,10 @@ CHROME_CLASSES = frozenset({"hash-link", "anchor-link", "edit-this-page", "theme
 CHROME_IDS = _names("sidebar navigation nav navbar menu footer toc breadcrumbs breadcrumb searchbox")
 _SPLIT_CLASS = re.compile(r"[\s_-]+")
 SENTINEL = "\ue000"  # marks where a heading's text starts until the text is assembled (a private-use character)
-_SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
-_SPACE_AROUND_BREAK = re.compile(r" ?\n ?")
+# Only what changes is matched (a run of two or more spaces, a tab; a space beside a line break): matching every
+# single space to write it back cost a third of the time of reading a page.
+_SPACES = re.compile(r"[ \t\r\f\v\u00a0]{2,}|[\t\r\f\v\u00a0]")
+_SPACE_AROUND_BREAK = re.compile(r" \n ?|\n ")
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 # A heading inside a callout box of one of these classes (DocBook's <div class="note"><h3>Note</h3>) titles the
@@ -84,17 +87,28 @@ def is_chrome(tag: str, attr: Attr, in_main: bool) -> bool:
         return True
     classes = attr("class")
     if classes:
-        lowered = classes.lower()
-        if "section" in lowered.split():  # old Sphinx's <div class="section" id="...">: always content
-            return False
-        for name in lowered.split():
-            if name in CHROME_CLASSES:
-                return True
-            for word in _SPLIT_CLASS.split(name):
-                if word in CHROME_WORDS or (len(word) >= 6 and (word.startswith("nav") or word.endswith("nav"))):
-                    return True
+        verdict = class_verdict(classes)
+        if verdict is not None:
+            return verdict
     element_id = attr("id")
     return element_id is not None and element_id.lower() in CHROME_IDS and tag not in HEADINGS
+
+
+@functools.lru_cache(maxsize=4096)
+def class_verdict(classes: str) -> bool | None:
+    """What a class attribute says: True for chrome, False for content that is never chrome (old Sphinx's
+    <div class="section" id="navigation">), None for neither (cached: a page repeats a few classes thousands of
+    times)."""
+    names = classes.lower().split()
+    if "section" in names:
+        return False
+    for name in names:
+        if name in CHROME_CLASSES:
+            return True
+        for word in _SPLIT_CLASS.split(name):
+            if word in CHROME_WORDS or (len(word) >= 6 and (word.startswith("nav") or word.endswith("nav"))):
+                return True
+    return None
 
 
 class PageText:
@@ -233,24 +247,29 @@ class PageText:
                 kept.append("\n\n")
             if "".join(kept).replace(SENTINEL, "").strip():
                 parts, headings = kept, kept_headings
-        text = "".join(parts)
-        text = _SPACES.sub(" ", text)
-        text = _SPACE_AROUND_BREAK.sub("\n", text)
-        text = _BLANK_LINES.sub("\n\n", text).strip()
-        pieces = text.split(SENTINEL)
-        text = "".join(pieces)
-        sections: list[Section] = []
-        path: list[tuple[int, str]] = []
-        offset = 0
-        for piece, (level, heading) in zip(pieces, headings, strict=False):
-            offset += len(piece)
-            while path and path[-1][0] >= level:
-                path.pop()
-            path.append((level, heading))
-            sections.append(Section(offset, tuple(h for _, h in path)))
-        title = " ".join("".join(self._title).split())
-        first = headings[0][1] if headings else ""
-        return page_title(title, first), text, tuple(sections)
+        return assemble("".join(parts), headings, "".join(self._title))
+
+
+def assemble(marked: str, headings: list[tuple[int, str]], title: str) -> tuple[str, str, tuple[Section, ...]]:
+    """(title, text, sections) from the kept text, in which a SENTINEL marks where each of `headings` ((level,
+    text), in order) starts: spaces collapsed, at most one blank line in a row, and each heading a section."""
+    text = _SPACES.sub(" ", marked)
+    text = _SPACE_AROUND_BREAK.sub("\n", text)
+    text = _BLANK_LINES.sub("\n\n", text).strip()
+    pieces = text.split(SENTINEL)
+    text = "".join(pieces)
+    sections: list[Section] = []
+    path: list[tuple[int, str]] = []
+    offset = 0
+    for piece, (level, heading) in zip(pieces, headings, strict=False):
+        offset += len(piece)
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, heading))
+        sections.append(Section(offset, tuple(h for _, h in path)))
+    title = " ".join(title.split())
+    first = headings[0][1] if headings else ""
+    return page_title(title, first), text, tuple(sections)
 
 
 _TITLE_SEPARATORS = re.compile(r"\s+[—–|·»:-]+\s+")
