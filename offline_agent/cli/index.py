@@ -376,7 +376,7 @@ def _human(n: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object with a list of hits).")
 def search(query: str, index_name: str | None, corpus_path: Path | None, k: int, as_json: bool) -> None:
     """Search an index (--index) or a folder of documents (--corpus) and print the best passages with score,
-    title, source and a snippet.
+    title and heading path, source with its line (or PDF page), and a snippet.
 
     --index NAME opens the index called NAME even when the current directory holds a folder of that name.
     """
@@ -410,9 +410,10 @@ def search(query: str, index_name: str | None, corpus_path: Path | None, k: int,
     tty = sys.stdout.isatty()
     mark = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
     for rank, (passage, score) in enumerate(zip(result.passages, result.scores.tolist(), strict=True), 1):
-        head = f"{rank}. [{score:.3f}] {passage.title or passage.doc_id}"
+        head = f"{rank}. [{score:.3f}] {passage.label() if passage.title else passage.doc_id}"
         click.echo(click.style(head, bold=True) if tty else head, color=tty)
-        click.echo(f"   {passage.source or passage.doc_id} [{passage.start}:{passage.end}] id={passage.id}")
+        place = f" ({passage.place()})" if passage.place() else ""
+        click.echo(f"   {passage.source or passage.doc_id}{place} [{passage.start}:{passage.end}] id={passage.id}")
         click.echo(f"   {snippet(passage.text, query, corpus.analyzer, mark=mark)}", color=tty)
 
 

@@ -46,16 +46,19 @@ def _segments(doc: Document) -> list[tuple[int, int, tuple[str, ...]]]:
     text, body_start = doc.text, doc.body_start
     if not doc.sections:
         return [(body_start, len(text), ())]
-    before = [s.path for s in doc.sections if s.start <= body_start]
-    cuts = [(body_start, before[-1] if before else ())]
+    before = [s for s in doc.sections if s.start <= body_start]
+    first = before[-1] if before else None
+    cuts = [(body_start, first.path if first else ())]
     cuts += [(s.start, s.path) for s in doc.sections if body_start < s.start < len(text)]
+    # Where a heading opens its part (not so for the body's start when the title above it was taken out).
+    headed = {s.start for s in doc.sections}
     bounds = [c[0] for c in cuts[1:]] + [len(text)]
     out: list[tuple[int, int, tuple[str, ...]]] = []
     carried: int | None = None  # where a heading-only part began, joined to the next part
     for (start, path), end in zip(cuts, bounds, strict=True):
         if start >= end:
             continue
-        heading_only = end < len(text) and _only_heading(text, start, end, path)
+        heading_only = end < len(text) and _only_heading(text, start, end, path if start in headed else ())
         if carried is not None:
             start, carried = carried, None
         if heading_only:
@@ -66,7 +69,7 @@ def _segments(doc: Document) -> list[tuple[int, int, tuple[str, ...]]]:
 
 
 def _only_heading(text: str, start: int, end: int, path: tuple[str, ...]) -> bool:
-    """Whether text[start:end] holds no word beyond its own heading's."""
+    """Whether text[start:end] holds no word beyond its own heading's (the last of `path`; none for an empty path)."""
     own = len(_WORD.findall(path[-1])) if path else 0
     words = _WORD.finditer(text, start, end)
     return sum(1 for _ in itertools.islice(words, own + 1)) <= own

@@ -7,9 +7,10 @@ Two kinds are recognised:
   `_sources` folder whose name, less `.txt` and the source's own suffix, is a page indexed from the folder that
   holds `_sources`. The copy is the page's text with its markup, so it is a duplicate though its bytes differ.
 
-Which copy is indexed: one already in the index, then one indexed before an update, then the first in the walk's
-order; a Sphinx source copy never. The others are recorded in the index's record of files with `duplicate_of`
-naming the file indexed in their place, so that `--update` can read them again when that file changes or goes.
+Which copy is indexed: one already in the index, then one indexed before an update, then the one nearest the
+root of the walk, then the first in its order; a Sphinx source copy never. The others are recorded in the index's
+record of files with `duplicate_of` naming the file indexed in their place, so that `--update` can read them
+again when that file changes or goes.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ def find_duplicates(candidates: Sequence[Candidate], indexed: dict[str, dict[str
     out: dict[str, str] = {}
     copies = [c for c in candidates if source_copy_of(c.source) is not None]
     others = [c for c in candidates if source_copy_of(c.source) is None]
-    # Files indexed before an update keep their place before new ones claim a text.
-    for candidate in sorted(others, key=lambda c: not c.was_indexed):
+    # Files indexed before an update keep their place before new ones claim a text, then the one nearest the root
+    # ("notes.md" before "backup/notes.md"), then the first in the walk.
+    for candidate in sorted(others, key=lambda c: (not c.was_indexed, len(PurePath(c.source).parts))):
         first = owner.setdefault(candidate.key, candidate.source)
         if first != candidate.source:
             out[candidate.source] = first

@@ -8,7 +8,7 @@ only for the passages a caller asks for.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -58,6 +58,20 @@ class Passage:
         if self.page:
             return f"page {self.page}"
         return f"line {self.line}" if self.line else ""
+
+    def label(self) -> str:
+        """`passage_label` of this passage."""
+        return passage_label(self.title, self.heading)
+
+
+def passage_label(title: str, heading: Sequence[str], shorten: Callable[[str], str] | None = None) -> str:
+    """A passage's title, then the headings of its section beyond the title ("Built-in Types > Numeric Types >
+    Additional Methods on Float"), each passed through `shorten` if given; the title alone where the heading path
+    adds nothing to it."""
+    below = heading_beyond_title(heading, title)
+    if not below:
+        return title
+    return " > ".join([title, *(map(shorten, below) if shorten else below)])
 
 
 def heading_beyond_title(heading: Sequence[str], title: str) -> tuple[str, ...]:

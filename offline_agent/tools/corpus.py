@@ -354,12 +354,9 @@ def _label(passage: Any) -> str:
     ("Built-in Types > Numeric Types > Additional Methods on Float"); the title alone where the passage has no
     heading path beyond it (a JSONL record, a Markdown file whose only heading is its title), as before heading
     paths were kept."""
-    from offline_agent.retrieval.passages import heading_beyond_title
+    from offline_agent.retrieval.passages import passage_label
 
-    below = heading_beyond_title(getattr(passage, "heading", ()), passage.title)
-    if not below:
-        return passage.title
-    return " > ".join([passage.title, *(_clip(heading, HEADING_CHARS) for heading in below)])
+    return passage_label(passage.title, getattr(passage, "heading", ()), lambda heading: _clip(heading, HEADING_CHARS))
 
 
 def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any) -> str:

@@ -5,21 +5,24 @@ links, breadcrumbs, search boxes, footers), and indexed as text that chrome fill
 `PageText` takes the events of any parser (`start` of an element with a way to read its attributes, `end`, `data`)
 and keeps only what a reader of the page came for:
 
-- dropped with everything inside them: scripts, styles, forms and other non-text elements; `nav`, `aside`,
-  `footer`, and a `header` outside the main content; elements whose role is navigation, search, banner,
-  contentinfo, complementary, menu or toolbar, or that are hidden from screen readers (`aria-hidden`); and
-  elements whose class (or id) names page chrome: a class word such as `sidebar`, `related`, `breadcrumbs`,
-  `toc`, `headerlink`, or a word of six letters or more starting or ending in `nav` (DocBook's navheader/navfooter
-  tables, Sphinx's sidebar, related bar and heading anchors, MkDocs', Docusaurus' and Javadoc's navigation);
+- dropped with everything inside them: scripts, styles, forms and other non-text elements; `nav`, `footer`,
+  and a `header` outside the main content (not `aside`: Sphinx writes footnotes and topics in one); elements
+  whose role is navigation, search, banner, contentinfo, complementary, menu or toolbar, or that are hidden from
+  screen readers (`aria-hidden`); block elements whose class (or id) names page chrome: a class word such as
+  `sidebar`, `related`, `breadcrumbs`, `toc`, or a word of six letters or more starting or ending in `nav`
+  (DocBook's navheader/navfooter tables, Sphinx's sidebar and related bar, MkDocs', Docusaurus' and Javadoc's
+  navigation); and elements, inline ones too, whose whole class name is one of a few (`headerlink`,
+  `hash-link`: heading anchors; `contents`: a local table of contents). The page's frame (`html`, `body`) and
+  main content are never dropped for their attributes;
 - when the page marks its main content (`main`, `role="main"`, or `article`), only that is kept (Sphinx's
   `div.body`, MkDocs' and Docusaurus' main column, Javadoc's `main`); a page that marks none keeps everything
   not dropped (DocBook output, hand-written pages).
 
 Headings h1-h6 of the kept text become sections with their heading path (an h3 under the h2 before it; a heading
-that titles a note or warning box is not a section), and the
-page's title is its `<title>` less the site name where one part of it is the page's first heading
-("Built-in Types — Python 3.11.2 documentation" -> "Built-in Types"). Block elements end in a blank line (a
-sentence boundary), table cells are separated by a space, and runs of spaces are collapsed.
+that titles a note or warning box is not a section), and the page's title is its `<title>` less the site name
+where one part of it is the page's first heading ("Built-in Types — Python 3.11.2 documentation" -> "Built-in
+Types"). Block elements end in a blank line (a sentence boundary), table cells are separated by a space, and runs
+of spaces are collapsed.
 
 Limits: chrome that is neither marked up as such nor named by its class (a menu of links in a plain `div` of a
 page without a main element) stays; content a site marks up as navigation is dropped.
@@ -41,7 +44,7 @@ def _names(text: str) -> frozenset[str]:
 
 
 SKIP_TAGS = _names(
-    """script style noscript template svg head iframe object embed canvas nav aside footer form button select
+    """script style noscript template svg head iframe object embed canvas nav footer form button select
     textarea dialog"""
 )
 VOID_TAGS = _names("area base br col embed hr img input link meta param source track wbr")
@@ -54,11 +57,19 @@ CELL_TAGS = frozenset({"td", "th"})
 CHROME_ROLES = _names("navigation search banner contentinfo complementary menu menubar toolbar")
 # Class (or id) words that name page chrome; a class is split into words at spaces, "-" and "_".
 CHROME_WORDS = _names(
-    """nav sidebar sphinxsidebar sphinxsidebarwrapper related breadcrumb breadcrumbs footer headerlink toc contents
-    menu pagination pager cookie cookies banner skip skiplink searchbox search share social copyright
-    anchorjs"""
+    """nav sidebar sphinxsidebar sphinxsidebarwrapper related breadcrumb breadcrumbs footer toc menu pagination
+    pager cookie cookies banner skip skiplink searchbox search share social copyright anchorjs"""
 )
-CHROME_CLASSES = frozenset({"hash-link", "anchor-link", "edit-this-page", "theme-edit-this-page", "copybutton"})
+# Whole class names that name chrome ("contents" only as a whole: DocBook's "table-contents" holds a table).
+CHROME_CLASSES = _names(
+    "contents table-of-contents headerlink hash-link anchor-link edit-this-page theme-edit-this-page copybutton"
+)
+# Inline elements are dropped by a whole class name only: a class word in them names what they point to (Sphinx's
+# FAQ headings are written in <a class="toc-backref">).
+INLINE_TAGS = _names("a span code em strong b i u s small sup sub abbr kbd samp var cite q mark label tt dfn bdi")
+# Never dropped by their attributes: the page's frame and its main content (Docusaurus writes <body
+# class="navigation-with-keyboard">).
+FRAME_TAGS = _names("html body main article")
 # An id names chrome only as a whole word (ids are also a section's anchor, as in <section id="navigation">).
 CHROME_IDS = _names("sidebar navigation nav navbar menu footer toc breadcrumbs breadcrumb searchbox")
 _SPLIT_CLASS = re.compile(r"[\s_-]+")
@@ -80,6 +91,8 @@ def is_chrome(tag: str, attr: Attr, in_main: bool) -> bool:
     """Whether the element `tag` (whose attributes `attr` reads) is page chrome, to be dropped with its contents."""
     if tag in SKIP_TAGS or (tag == "header" and not in_main):
         return True
+    if tag in FRAME_TAGS:
+        return False
     role = attr("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return True
@@ -89,25 +102,28 @@ def is_chrome(tag: str, attr: Attr, in_main: bool) -> bool:
     if classes:
         verdict = class_verdict(classes)
         if verdict is not None:
-            return verdict
+            return verdict is WHOLE or (verdict is WORD and tag not in INLINE_TAGS)
     element_id = attr("id")
     return element_id is not None and element_id.lower() in CHROME_IDS and tag not in HEADINGS
 
 
+WHOLE, WORD, CONTENT = "whole", "word", "content"
+
+
 @functools.lru_cache(maxsize=4096)
-def class_verdict(classes: str) -> bool | None:
-    """What a class attribute says: True for chrome, False for content that is never chrome (old Sphinx's
-    <div class="section" id="navigation">), None for neither (cached: a page repeats a few classes thousands of
-    times)."""
+def class_verdict(classes: str) -> str | None:
+    """What a class attribute says: WHOLE (a class name is chrome), WORD (a word of a class name is), CONTENT
+    (never chrome: old Sphinx's <div class="section" id="navigation">), None (nothing); cached, as a page repeats
+    a few classes thousands of times."""
     names = classes.lower().split()
     if "section" in names:
-        return False
+        return CONTENT
+    if not CHROME_CLASSES.isdisjoint(names):
+        return WHOLE
     for name in names:
-        if name in CHROME_CLASSES:
-            return True
         for word in _SPLIT_CLASS.split(name):
             if word in CHROME_WORDS or (len(word) >= 6 and (word.startswith("nav") or word.endswith("nav"))):
-                return True
+                return WORD
     return None
 
 

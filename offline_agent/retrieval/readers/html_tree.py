@@ -23,6 +23,8 @@ from offline_agent.retrieval.readers.html_content import (
     HEADINGS,
     SENTINEL,
     SKIP_TAGS,
+    WHOLE,
+    WORD,
     assemble,
     class_verdict,
     is_chrome,
@@ -49,7 +51,7 @@ def _candidates(root: Any) -> tuple[list[Any], list[Any]]:
             mains.append(element)
         for name, value in element.items():
             if name == "class":
-                if class_verdict(value):
+                if class_verdict(value) in (WHOLE, WORD):
                     chrome.append(element)
                     break
             elif name in _MAYBE_ATTRIBUTES or (name == "id" and value.lower() in CHROME_IDS):

@@ -29,6 +29,7 @@ _RST_TITLES = re.compile(
     r"(?P<title>[^\n]+)\n(?P<under>([=\-~^\"'`*+#:.])\5{2,})[ \t]*$",
     re.MULTILINE,
 )
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
 _NOT_SETEXT = re.compile(r"[ \t]*(?:[-*+>|]|\d+[.)]|#)")  # a list item, quote, table row or heading is no title
 
 
@@ -40,6 +41,9 @@ def text_title(text: str, ext: str) -> tuple[str, int]:
     m = _MD_HEADING.match(first)
     if m and ext in MARKDOWN and _atx_text(m.group(1)):
         return _atx_text(m.group(1)), pos + len(lines[0]) + (1 if len(lines) > 1 else 0)
+    underlined = len(lines) > 1 and _SETEXT_UNDERLINE.fullmatch(lines[1].rstrip("\r"))
+    if ext in MARKDOWN and underlined and first.strip() and not _NOT_SETEXT.match(first):
+        return first.strip(), pos + len(lines[0]) + len(lines[1]) + 2  # "Title\n=====": an underlined title
     if ext == ".rst":
         # "Title\n=====" or an overlined "=====\nTitle\n=====".
         if len(lines) > 1 and first.strip() and _RST_UNDERLINE.match(lines[1].rstrip("\r")):
