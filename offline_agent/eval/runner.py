@@ -254,6 +254,7 @@ class EvalRun:
     def answer(self, record: QARecord) -> dict[str, Any]:
         """Run the agent on one question (fresh tools and state) and return its result row."""
         from offline_agent.runner import Session
+        from offline_agent.sources import attach_sources
 
         session = Session(
             backend=self.backend,
@@ -262,7 +263,7 @@ class EvalRun:
             agent=self.options.agent,
             tools=self.options.tools,
         )
-        trajectory = session.ask(record.question, self.options.agent_config())
+        trajectory = attach_sources(session.ask(record.question, self.options.agent_config()), session.index)
         uses_tools = agent_class(self.options.agent).uses_tools
         return result_row(
             record, trajectory, uses_tools=uses_tools, sentences=self.sentences, capabilities=self.backend.capabilities
