@@ -26,6 +26,7 @@ _ABBREVIATIONS = frozenset(
 # same way as from its start, and trying each mark of a long row of dots cost time in the square of its length.
 _END_RE = re.compile(r"""(?:(?<![.!?…])[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
 _MARK_RE = re.compile(r"[.!?…。！？]")  # where an _END_RE match can start
+_CUT_INSIDE_WORD_RE = re.compile(r"[。！？]\S")  # the only sentence end that can fall inside a run of non-spaces
 _BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{1,6}\s))")
 _WORD_BEFORE_RE = re.compile(r"(\S+)$")
 _NEXT_RE = re.compile(r"\s*(\S)")
@@ -116,6 +117,19 @@ def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | 
     if size < 1 or overlap < 0 or overlap >= size:
         raise ValueError(f"need size >= 1 and 0 <= overlap < size, got size={size}, overlap={overlap}")
     max_chars = max_chars or size * 12
+    if not _CUT_INSIDE_WORD_RE.search(text):
+        # A text that fits in one passage is that passage, its ends stripped: what the sentences would give, found
+        # without them (a sentence can end inside a run of non-spaces only after a CJK mark, which this excludes).
+        whole = _strip(text, 0, len(text))
+        if whole is None:
+            return []
+        if whole[1] - whole[0] <= max_chars and len(text.split()) <= size:
+            return [whole]
+    return _chunk_units(text, size, overlap, max_chars)
+
+
+def _chunk_units(text: str, size: int, overlap: int, max_chars: int) -> list[tuple[int, int]]:
+    """`chunk_spans` by way of the text's sentences and their bounded pieces."""
     units = [u for s, e in split_sentences(text) for u in _bounded_units(text, s, e, size, max_chars)]
     chunks: list[tuple[int, int]] = []
     i = 0

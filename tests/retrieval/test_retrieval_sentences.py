@@ -125,3 +125,17 @@ _ALPHABET = list("ab AZ.!?…。！？\n\t\"'“‘”’»)]([-*#1Dr") + ["e.g.
 @example("a" + "." * 300 + "x b. C")  # a row of dots not followed by a space
 def test_linear_splitter_agrees_with_the_old_one(text: str) -> None:
     assert split_sentences(text) == _old_split_sentences(text)
+
+
+@given(
+    st.lists(st.sampled_from(_ALPHABET), max_size=150).map("".join),
+    st.integers(1, 40),
+    st.integers(0, 39),
+    st.integers(1, 60),
+)
+@example("東京。大阪 x", 2, 0, 100)  # a sentence end inside a run of non-spaces: two words, not one
+def test_a_text_that_fits_is_chunked_as_its_sentences_would_be(text: str, size: int, overlap: int, chars: int) -> None:
+    from offline_agent.retrieval.sentences import _chunk_units
+
+    overlap = min(overlap, size - 1)
+    assert chunk_spans(text, size, overlap, chars) == _chunk_units(text, size, overlap, chars)
