@@ -45,6 +45,13 @@ CORPORA = {
 WINDOW, SHARED = 200, 40
 
 
+def _env(**extra: str) -> dict[str, str]:
+    """The environment of a timed subprocess: Python may cache compiled modules (as an installed package does), so
+    no run pays for compiling them but the first."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **extra}
+
+
 def corpus_files(path: Path) -> list[Path]:
     """The files `offline-agent index` reads under `path` (its walk, less what it skips for its type)."""
     sys.path.insert(0, str(ROOT))
@@ -55,7 +62,7 @@ def corpus_files(path: Path) -> list[Path]:
 
 
 def run_ours(path: Path, workers: int, home: Path, src: Path | None) -> dict[str, Any]:
-    env = dict(os.environ, OFFLINE_AGENT_HOME=str(home))
+    env = _env(OFFLINE_AGENT_HOME=str(home))
     if src is not None:
         env["PYTHONPATH"] = str(src)
     command = [sys.executable, "-m", "offline_agent.cli", "index", str(path), "--name", "bench", "--json"]
@@ -72,7 +79,7 @@ def run_ours(path: Path, workers: int, home: Path, src: Path | None) -> dict[str
 def run_baseline(path: Path, out: Path) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--baseline", str(path), "--out", str(out)]
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=_env())
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"baseline failed: {done.stderr.strip()[-500:]}")
@@ -125,7 +132,7 @@ def time_update(source: Path, files: int, repeat: int, workers: int, src: Path |
             shutil.copy(page, docs / page.name)
         home = tmp_path / "home"
         home.mkdir()
-        env = dict(os.environ, OFFLINE_AGENT_HOME=str(home))
+        env = _env(OFFLINE_AGENT_HOME=str(home))
         if src is not None:
             env["PYTHONPATH"] = str(src)
         base = [sys.executable, "-m", "offline_agent.cli", "index"]
@@ -166,7 +173,7 @@ def main() -> None:
 
     print(f"# ingest_bench: {os.cpu_count()} cores, workers {args.workers}, {args.repeat} runs each")
     rows = []
-    for name in args.corpora.split(","):
+    for name in filter(None, args.corpora.split(",")):
         path = CORPORA[name]
         if not path.exists():
             print(f"{name}: {path} missing, skipped")

@@ -168,9 +168,11 @@ def build(
     as_json: bool,
 ) -> None:
     """Index files and folders under a name (the default command of `index`)."""
-    from offline_agent.agents.scope import read_scope
+    scope_text = None
+    if scope is not None:  # importing the agents' package costs a second: only for --scope
+        from offline_agent.agents.scope import read_scope
 
-    scope_text = read_scope(scope)  # a bad scope file fails before the build
+        scope_text = read_scope(scope)  # a bad scope file fails before the build
     from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, index_path
     from offline_agent.retrieval.catalog import build_from_paths, update_from_paths
     from offline_agent.retrieval.encode import auto_workers

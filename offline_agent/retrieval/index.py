@@ -230,7 +230,7 @@ class BM25Index:
         def passage_column(name: str, new_values: list[str]) -> StringColumn:
             column = t[name]
             if emptied:  # a deleted passage's text and heading are dropped
-                column = _take_or_empty(column, np.arange(base, dtype=np.int64), live[:base].astype(bool))
+                column = _emptied(column, live[:base].astype(bool))
             if not len(table):
                 return column
             fresh = StringColumn.from_strings(new_values)
@@ -531,18 +531,20 @@ def _empty_strings(n: int) -> StringColumn:
     return StringColumn(np.zeros(0, np.uint8), np.zeros(n + 1, np.int64))
 
 
-def _take_or_empty(column: StringColumn, rows: np.ndarray, keep: np.ndarray) -> StringColumn:
-    """`column.take(rows)` with the rows where `keep` is False emptied."""
+def _emptied(column: StringColumn, keep: np.ndarray) -> StringColumn:
+    """`column` with the rows where `keep` is False emptied: the bytes of each run of rows that stay are copied
+    in one piece (an update deletes a few rows; indexing every byte of the column cost a large index most of the
+    update's time)."""
     if keep.all():
-        return column.take(rows) if len(rows) != len(column) else column
+        return column
     offsets = np.asarray(column.offsets)
-    lo = offsets[rows]
-    lengths = np.where(keep, offsets[rows + 1] - lo, 0)
-    new_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    lengths = np.where(keep, np.diff(offsets), 0)
+    new_offsets = np.zeros(len(keep) + 1, dtype=np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
-    starts = np.repeat(lo - new_offsets[:-1], lengths)
-    idx = np.arange(new_offsets[-1], dtype=np.int64) + starts
-    return StringColumn(np.asarray(column.blob)[idx], new_offsets)
+    changes = np.flatnonzero(np.diff(np.concatenate([[False], keep, [False]]).astype(np.int8)))
+    blob = np.asarray(column.blob)
+    pieces = [blob[offsets[first] : offsets[end]] for first, end in zip(changes[0::2], changes[1::2], strict=True)]
+    return StringColumn(np.concatenate(pieces) if pieces else np.zeros(0, np.uint8), new_offsets)
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
