@@ -51,6 +51,11 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
             after = m.end()
             if _is_sentence_end(text, at, after):
                 cuts.add(after)
+    return spans_between(text, cuts)
+
+
+def spans_between(text: str, cuts: set[int]) -> list[tuple[int, int]]:
+    """The stripped, non-empty spans of `text` between the cut offsets `cuts` (and its ends)."""
     spans = []
     start = 0
     for cut in sorted(cuts) + [len(text)]:

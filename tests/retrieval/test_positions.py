@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import pdf_of
 
 from offline_agent.errors import RetrievalError
 from offline_agent.retrieval import (
@@ -118,7 +119,7 @@ def test_a_heading_only_section_joins_the_next() -> None:
 def test_records_have_no_line_and_pdf_passages_have_their_page(tmp_path: Path) -> None:
     pytest.importorskip("pypdf")
     (tmp_path / "rows.jsonl").write_text('{"id": "r1", "title": "T", "text": "one two"}\n')
-    (tmp_path / "tides.pdf").write_bytes(_pdf(["High water at six.", "Low water at noon.", "High water again."]))
+    (tmp_path / "tides.pdf").write_bytes(pdf_of(["High water at six.", "Low water at noon.", "High water again."]))
     passages = ingest_paths(tmp_path, IngestOptions(chunk_size=4, chunk_overlap=0)).passages
     by_text = {p.text.strip(): p for p in passages}
     assert (by_text["one two"].line, by_text["one two"].page) == (0, 0)
@@ -176,29 +177,3 @@ def test_a_damaged_position_array_is_one_clear_error(tmp_path: Path) -> None:
     np.save(generation / "p_line.npy", np.zeros(1, np.int32))  # the wrong length
     with pytest.raises(RetrievalError, match="p_line.npy"):
         BM25Index.load(tmp_path / "idx", verify=False)
-
-
-def _pdf(pages: list[str]) -> bytes:
-    """A PDF of one line of Helvetica text per page."""
-    n = len(pages)
-    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n))
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode()]
-    font = 3 + 2 * n
-    for i, text in enumerate(pages):
-        stream = f"BT /F1 24 Tf 72 720 Td ({text}) Tj ET".encode()
-        objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
-            f"/Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
-        )
-        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)

@@ -87,7 +87,7 @@ _OLD_BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{
 
 
 def _old_split_sentences(text: str) -> list[tuple[int, int]]:
-    from offline_agent.retrieval.sentences import _ABBREVIATIONS, _strip
+    from offline_agent.retrieval.sentences import _ABBREVIATIONS, spans_between
 
     def is_end(start: int, end: int) -> bool:
         if text[start] in "。！？":
@@ -107,13 +107,7 @@ def _old_split_sentences(text: str) -> list[tuple[int, int]]:
 
     cuts = {m.end() for m in _OLD_BREAK_RE.finditer(text)}
     cuts |= {m.end() for m in _OLD_END_RE.finditer(text) if is_end(m.start(), m.end())}
-    spans, start = [], 0
-    for cut in sorted(cuts) + [len(text)]:
-        span = _strip(text, start, cut)
-        if span is not None:
-            spans.append(span)
-        start = cut
-    return spans
+    return spans_between(text, cuts)
 
 
 _ALPHABET = list("ab AZ.!?…。！？\n\t\"'“‘”’»)]([-*#1Dr") + ["e.g.", "Mr", "etc", "\u00a0", "\u2003", "..."]
