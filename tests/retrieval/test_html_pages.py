@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from offline_agent.retrieval import ingest_paths
 from offline_agent.retrieval.readers.html import _read_lxml, _read_stdlib, html_content
-from offline_agent.retrieval.readers.html_content import page_title
+from offline_agent.retrieval.readers.html_content import collapse_spaces, page_title
 
 PAGES = Path(__file__).parent / "html_pages"
 
@@ -130,3 +132,12 @@ def test_a_pages_passages_carry_their_heading_path_and_line(tmp_path: Path) -> N
     for passage in passages:  # the line of the extracted text the passage starts on
         assert passage.line == text.count("\n", 0, passage.start) + 1
         assert text[passage.start : passage.end] == passage.text
+
+
+@given(st.text(alphabet=st.sampled_from(list(" \t\r\f\v\u00a0\nab")), max_size=60))
+def test_spaces_collapse_as_the_three_patterns_did(text: str) -> None:
+    import re
+
+    expected = re.sub(r"[ \t\r\f\v\u00a0]+", " ", text)
+    expected = re.sub(r" ?\n ?", "\n", expected)
+    assert collapse_spaces(text) == re.sub(r"\n{3,}", "\n\n", expected).strip()

@@ -74,11 +74,12 @@ FRAME_TAGS = _names("html body main article")
 CHROME_IDS = _names("sidebar navigation nav navbar menu footer toc breadcrumbs breadcrumb searchbox")
 _SPLIT_CLASS = re.compile(r"[\s_-]+")
 SENTINEL = "\ue000"  # marks where a heading's text starts until the text is assembled (a private-use character)
-# Only what changes is matched (a run of two or more spaces, a tab; a space beside a line break): matching every
-# single space to write it back cost a third of the time of reading a page.
-_SPACES = re.compile(r"[ \t\r\f\v\u00a0]{2,}|[\t\r\f\v\u00a0]")
-_SPACE_AROUND_BREAK = re.compile(r" \n ?|\n ")
-_BLANK_LINES = re.compile(r"\n{3,}")
+# Spaces are collapsed by plain string replaces and a regular expression with a literal start (which the regular
+# expression engine finds fast): a pattern starting with a class of characters is tried at every character, and
+# that cost a sixth of the time of indexing a manual.
+_OTHER_SPACES = "\t\r\f\v\u00a0"
+_SPACE_RUN = re.compile("  +")
+_BLANK_LINES = re.compile(r"\n\n\n+")
 
 # A heading inside a callout box of one of these classes (DocBook's <div class="note"><h3>Note</h3>) titles the
 # box, not a section of the page.
@@ -269,9 +270,7 @@ class PageText:
 def assemble(marked: str, headings: list[tuple[int, str]], title: str) -> tuple[str, str, tuple[Section, ...]]:
     """(title, text, sections) from the kept text, in which a SENTINEL marks where each of `headings` ((level,
     text), in order) starts: spaces collapsed, at most one blank line in a row, and each heading a section."""
-    text = _SPACES.sub(" ", marked)
-    text = _SPACE_AROUND_BREAK.sub("\n", text)
-    text = _BLANK_LINES.sub("\n\n", text).strip()
+    text = collapse_spaces(marked)
     pieces = text.split(SENTINEL)
     text = "".join(pieces)
     sections: list[Section] = []
@@ -286,6 +285,17 @@ def assemble(marked: str, headings: list[tuple[int, str]], title: str) -> tuple[
     title = " ".join(title.split())
     first = headings[0][1] if headings else ""
     return page_title(title, first), text, tuple(sections)
+
+
+def collapse_spaces(text: str) -> str:
+    """Runs of spaces and tabs as one space, no space at either end of a line, at most one blank line in a row,
+    and no space or line break at either end (other line breaks are kept)."""
+    for space in _OTHER_SPACES:
+        if space in text:
+            text = text.replace(space, " ")
+    text = _SPACE_RUN.sub(" ", text)
+    text = text.replace(" \n", "\n").replace("\n ", "\n")  # one space at most beside a break, after the runs
+    return _BLANK_LINES.sub("\n\n", text).strip()
 
 
 _TITLE_SEPARATORS = re.compile(r"\s+[—–|·»:-]+\s+")
