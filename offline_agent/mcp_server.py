@@ -4,8 +4,9 @@ private files (and ask the local agent about them) without the files leaving the
 `offline-agent mcp` serves over stdio only (no port is opened), with the official `mcp` SDK (the optional `mcp`
 extra). Three tools:
 - `search(query, k, index)`: ranked passages with title, source, score and text;
-- `ask(question, index)`: the agent answers with the session's model and strategy; the answer, the stop reason
-  and the whole trajectory come back;
+- `ask(question, index)`: the agent answers with the session's model and strategy; the answer, the stop reason,
+  the passages the answer rests on (`sources`: file, heading path, line or page, sentence) and the whole
+  trajectory come back;
 - `list_indexes()`: the indexes this server exposes, with their sizes.
 
 The model loads on the first `ask`, never before, so a client that only searches never pays for it; one question
@@ -158,6 +159,7 @@ class OfflineAgentTools:
     def ask(self, question: str, index: str | None = None) -> dict[str, Any]:
         from offline_agent.agents import AgentSettings
         from offline_agent.runner import Session
+        from offline_agent.sources import attach_sources
 
         if not question or not question.strip():
             raise ConfigError("the question is empty")
@@ -166,11 +168,12 @@ class OfflineAgentTools:
         with self._model_lock:  # one question at a time: llama.cpp holds one context
             chosen = self.settings.settings or AgentSettings()
             session = Session.from_settings(chosen, backend=self._load(), index=corpus, corpus=name)
-            trajectory = session.ask(question, chosen.config)
+            trajectory = attach_sources(session.ask(question, chosen.config), corpus)
         return {
             "answer": trajectory.answer,
             "stop_reason": trajectory.stop_reason,
             "index": name,
+            "sources": trajectory.sources,
             "trajectory": trajectory.to_dict(),
         }
 
@@ -217,8 +220,9 @@ def build_server(tools: OfflineAgentTools) -> Any:
         """Answer a question with the local agent, which searches a local index step by step.
 
         Returns the answer (null when the agent stopped without one), the stop reason (final, max_steps,
-        timeout, error) and the trajectory (every step: thought, action, observation, final). The first call
-        loads the model."""
+        timeout, error), the sources (the passages the answer was taken from: path, title, heading path, line or
+        page, and the sentence; empty when the answer is written in none of them) and the trajectory (every step:
+        thought, action, observation, final). The first call loads the model."""
         try:
             return tools.ask(question, index)
         except OfflineAgentError as exc:

@@ -218,6 +218,9 @@ class Trajectory:
     # outside a Session, or recorded before profiles); empty for runs recorded before strategies had options.
     profile: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # The passages the answer rests on (sources.py), as the CLI, the MCP server and the evaluation found them: a
+    # list (empty where the answer is written in no passage read); None where not looked for, and then not written.
+    sources: list[dict[str, Any]] | None = None
 
     @property
     def intermediate_steps(self) -> list[tuple[Action, str]]:
@@ -239,6 +242,8 @@ class Trajectory:
         data = asdict(replace(self, steps=[]))
         data["steps"] = [step.to_dict() for step in self.steps]
         data["usage"] = asdict(self.usage)
+        if self.sources is None:
+            del data["sources"]  # not looked for: written as trajectories were before sources existed
         return data
 
     @classmethod

@@ -81,3 +81,29 @@ def make_agent(kind: Any, backend: Any, tools: Any, callbacks: Any = None, **val
     chosen = {key: value for key, value in values.items() if key not in RUN_KEYS}
     options = make_options(strategy.options_type, chosen, owner=f"strategy {strategy.name}")
     return strategy(backend, tools, config, callbacks, options)
+
+
+def pdf_of(pages: list[str]) -> bytes:
+    """A PDF of one line of Helvetica text per page (made here byte by byte: no library writes text PDFs)."""
+    n = len(pages)
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode()]
+    font = 3 + 2 * n
+    for i, text in enumerate(pages):
+        stream = f"BT /F1 24 Tf 72 720 Td ({text}) Tj ET".encode()
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
+            f"/Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
+        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)

@@ -6,6 +6,7 @@ line on stderr and exit code 1, here and only here; usage errors exit 2 (click),
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -13,9 +14,37 @@ import click
 from offline_agent._version import __version__
 from offline_agent.errors import OfflineAgentError
 
+# The module of each command. A command's module is imported when the command is asked for: importing them all
+# (the agents and their grammars with `ask`) cost `index` and `search` most of a second at every start.
+COMMAND_MODULES = {
+    "ask": "ask",
+    "chat": "chat",
+    "eval": "eval",
+    "report": "eval",
+    "grammar": "grammar",
+    "index": "index",
+    "search": "index",
+    "strategies": "strategies",
+    "mcp": "mcp",
+    "models": "models",
+}
+
 
 class _Group(click.Group):
-    """A click group that turns the package's errors into one line and a non-zero exit, never a traceback."""
+    """A click group that turns the package's errors into one line and a non-zero exit, never a traceback, and
+    loads a command's module only when the command is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is None and name in COMMAND_MODULES:
+            module = importlib.import_module(f"offline_agent.cli.{COMMAND_MODULES[name]}")
+            for loaded in module.COMMANDS:
+                self.add_command(loaded)
+            command = super().get_command(ctx, name)
+        return command
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -39,16 +68,13 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from offline_agent.cli import ask, chat, eval, grammar, index, mcp, models, strategies
-
-    for module in (ask, chat, eval, grammar, index, mcp, models, strategies):
-        for command in module.COMMANDS:
-            cli.add_command(command)
+    """Load every command now (the console script loads each when it is asked for)."""
+    for name in sorted(COMMAND_MODULES):
+        cli.get_command(click.Context(cli), name)
 
 
 def main() -> None:
     """Entry point of the console script."""
-    _register()
     cli(prog_name="offline-agent")
 
 

@@ -16,6 +16,7 @@ from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import check_writable_file, describe_write_error
+from offline_agent.sources import attach_sources, format_sources
 from offline_agent.steps import Action, StepRecord, Trajectory
 
 if TYPE_CHECKING:
@@ -154,11 +155,12 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
     """Answer QUESTION with a grammar-constrained agent that searches a local corpus.
 
     Each step (Thought, then Action or Final) is printed on stderr as it is written, with the tool's
-    Observation; the answer goes to stdout. The strategy's own options are set with -o KEY=VALUE (see
-    --help-options, or `offline-agent strategies`). Exit status: 0 answered, 1 error, 2 bad usage, 3 the agent
-    stopped without an answer (max steps, timeout, or a step the parser rejected), 4 the answer was printed but
-    the --trace file could not be written, 5 the question is outside the corpus's scope (--scope; the refusal is
-    printed as the answer).
+    Observation; the answer goes to stdout, and under it the passages it rests on (file, heading path, line or
+    page, and the sentence), or that it is written in none of those the searches returned. The strategy's own
+    options are set with -o KEY=VALUE (see --help-options, or `offline-agent strategies`). Exit status: 0
+    answered, 1 error, 2 bad usage, 3 the agent stopped without an answer (max steps, timeout, or a step the
+    parser rejected), 4 the answer was printed but the --trace file could not be written, 5 the question is
+    outside the corpus's scope (--scope; the refusal is printed as the answer).
     """
     if not question.strip():
         raise ConfigError("the question is empty")
@@ -166,7 +168,7 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
         check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
     session = open_session(run, quiet=quiet)
     callbacks = None if quiet else LiveView().callbacks()
-    trajectory = session.ask(question, run.settings.config, callbacks)
+    trajectory = attach_sources(session.ask(question, run.settings.config, callbacks), session.index)
     status = 0
     try:  # the answer first: nothing may hide it
         report_trajectory(trajectory, as_json=as_json, quiet=quiet, capabilities=session.backend.capabilities)
@@ -186,6 +188,9 @@ def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, cap
         click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
     elif trajectory.answer is not None:
         click.echo(trajectory.answer)
+        sources = format_sources(trajectory)
+        if sources:
+            click.echo("\n" + "\n".join(sources))
     if not quiet:
         click.echo("\n" + stop_line(trajectory, capabilities), err=True)
     if trajectory.stop_reason == "out_of_scope":

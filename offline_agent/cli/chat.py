@@ -29,6 +29,7 @@ from offline_agent.cli.ask import (
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.outputs import check_writable_file
+from offline_agent.sources import attach_sources, format_sources
 from offline_agent.steps import Trajectory, Turn
 
 CHAT_COMMANDS = {
@@ -117,10 +118,14 @@ class ChatLoop:
             click.echo("\ninterrupted: question abandoned", err=True)
             return None
         self.history.append(Turn(question, trajectory.answer))
+        attach_sources(trajectory, self.session.index)
         if self.as_json:
             click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
         else:
             click.echo(trajectory.answer if trajectory.answer is not None else "")
+            if not self.quiet:  # stdout holds one line per answer: the sources go with the steps, on stderr
+                for line in format_sources(trajectory):
+                    click.echo(line, err=True)
         if not self.quiet:
             click.echo(
                 "\n" + stop_line(trajectory, getattr(getattr(self.session, "backend", None), "capabilities", None)),

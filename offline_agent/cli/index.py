@@ -45,13 +45,13 @@ def _parse_size(value: str) -> int:
 @contextmanager
 def _progress(enabled: bool = True) -> Iterator[Any]:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        TextColumn("{task.fields[done]}"),
         TextColumn("{task.fields[extra]}"),
         TimeElapsedColumn(),
         console=console,
@@ -63,27 +63,39 @@ def _progress(enabled: bool = True) -> Iterator[Any]:
 
 
 class _BuildProgress:
-    """Callbacks for catalog.build_from_paths/update_from_paths that drive two rich bars (files, passages)."""
+    """Callbacks for catalog.build_from_paths/update_from_paths that drive two rich bars: the files read (by their
+    bytes, with files and MB done), then the passages tokenized."""
 
     def __init__(self, progress: Any) -> None:
         self.progress = progress
         self.files_task = None
         self.passages_task = None
         self.passages = 0
+        self.files = self.total_files = 0
+        self.bytes = self.total_bytes = 0
 
-    def on_files(self, total: int) -> None:
-        self.files_task = self.progress.add_task("reading files", total=total, extra="")
+    def on_files(self, entries: Any) -> None:
+        self.total_files, self.total_bytes = len(entries), sum(e.size for e in entries)
+        self.files_task = self.progress.add_task("reading", total=self.total_bytes or None, done="", extra="")
 
     def on_file(self, entry: Any, n_passages: int) -> None:
         self.passages += n_passages
+        self.files += 1
+        self.bytes += entry.size
         task = next(t for t in self.progress.tasks if t.id == self.files_task)
-        rate = self.passages / task.elapsed if task.elapsed else 0.0
-        self.progress.update(self.files_task, advance=1, extra=f"{self.passages:,} passages ({rate:,.0f}/s)")
+        rate = self.bytes / task.elapsed / 1e6 if task.elapsed else 0.0
+        self.progress.update(
+            self.files_task,
+            advance=entry.size,
+            done=f"{self.files:,}/{self.total_files:,} files  {self.bytes / 1e6:,.1f}/{self.total_bytes / 1e6:,.1f} MB",
+            extra=f"{self.passages:,} passages ({rate:,.1f} MB/s)",
+        )
 
     def on_passages(self, n: int) -> None:
         if self.passages_task is None:
-            self.passages_task = self.progress.add_task("indexing", total=self.passages or None, extra="")
-        self.progress.update(self.passages_task, advance=n)
+            self.passages_task = self.progress.add_task("indexing", total=self.passages or None, done="", extra="")
+        task = next(t for t in self.progress.tasks if t.id == self.passages_task)
+        self.progress.update(self.passages_task, advance=n, done=f"{int(task.completed) + n:,} passages")
 
 
 @click.group("index", cls=_DefaultBuildGroup, context_settings=_CONTEXT, invoke_without_command=True)
@@ -137,7 +149,7 @@ def index(ctx: click.Context) -> None:
 @click.option("--variant", type=click.Choice(["okapi", "lucene", "plus"]), default="okapi", show_default=True,
               help="BM25 variant (okapi = rank-bm25's BM25Okapi).")  # fmt: skip
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Processes for tokenizing a large corpus (default: every core, at most 8).")  # fmt: skip
+              help="Processes that read files and tokenize passages (default: every core, at most 8).")  # fmt: skip
 @click.option(
     "--scope",
     metavar="TEXT_OR_FILE",
@@ -173,9 +185,11 @@ def build(
     built with; one given with --update replaces the stored one of its kind, and the files that then fall out
     are dropped from the index, those that come in are added.
     """
-    from offline_agent.agents.scope import read_scope
+    scope_text = None
+    if scope is not None:  # importing the agents' package costs a second: only for --scope
+        from offline_agent.agents.scope import read_scope
 
-    scope_text = read_scope(scope)  # a bad scope file fails before the build
+        scope_text = read_scope(scope)  # a bad scope file fails before the build
     from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, index_path
     from offline_agent.retrieval.catalog import build_from_paths, update_from_paths
     from offline_agent.retrieval.encode import auto_workers
@@ -260,6 +274,7 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         "unchanged_files": report.unchanged_files,
         "skipped": [{"path": p, "reason": r} for p, r in ingested.skipped],
         "skipped_records": [{"path": p, "reason": r} for p, r in ingested.notes],
+        "duplicates": [{"path": p, "same_as": q} for p, q in ingested.duplicates],
     }
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -274,6 +289,11 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         click.echo(
             f"indexed {summary['passages']:,} passages from {summary['documents']:,} documents in "
             f"{len(ingested.files):,} files into {name} ({target})"
+        )
+    if ingested.duplicates:
+        click.echo(
+            f"{len(ingested.duplicates):,} duplicate files indexed once (the same text as another file; "
+            f"`offline-agent index info {name} --duplicates` lists them)"
         )
     _echo_skips("skipped", ingested.skipped, ingested.skip_summary())
     if ingested.notes:
@@ -321,8 +341,10 @@ def list_(as_json: bool) -> None:
 @index.command("info", context_settings=_CONTEXT)
 @click.argument("name")
 @click.option("--verify", is_flag=True, help="Also check every file's sha256 (reads the whole index).")
+@click.option("--duplicates", "list_duplicates", is_flag=True,
+              help="List the files not indexed because another file holds the same text.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(name: str, verify: bool, as_json: bool) -> None:
+def info(name: str, verify: bool, list_duplicates: bool, as_json: bool) -> None:
     """Show what an index holds and how it was built."""
     from offline_agent.errors import RetrievalError
     from offline_agent.retrieval import BM25Index, index_path
@@ -332,10 +354,14 @@ def info(name: str, verify: bool, as_json: bool) -> None:
     path = Path(name) if "/" in name or name.startswith(".") else index_path(name)
     if not is_index_dir(path):
         raise RetrievalError(f"no index named {name!r} (see `offline-agent index list`)")
-    data = describe(path)
+    data = describe(path, duplicates=list_duplicates)
     if verify:
         BM25Index.load(path, verify=True)
         data["verified"] = True
+    if list_duplicates and not as_json:
+        for row in data["duplicate_files"]:
+            click.echo(f"{row['path']}\tsame text as {row['same_as']}")
+        return
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         return
@@ -347,6 +373,7 @@ def info(name: str, verify: bool, as_json: bool) -> None:
         "terms",
         "postings",
         "files",
+        "duplicates",
         "written_at",
         "written_by",
     ):
@@ -392,7 +419,7 @@ def _human(n: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object with a list of hits).")
 def search(query: str, index_name: str | None, corpus_path: Path | None, k: int, as_json: bool) -> None:
     """Search an index (--index) or a folder of documents (--corpus) and print the best passages with score,
-    title, source and a snippet.
+    title and heading path, source with its line (or PDF page), and a snippet.
 
     --index NAME opens the index called NAME even when the current directory holds a folder of that name.
     """
@@ -426,9 +453,10 @@ def search(query: str, index_name: str | None, corpus_path: Path | None, k: int,
     tty = sys.stdout.isatty()
     mark = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
     for rank, (passage, score) in enumerate(zip(result.passages, result.scores.tolist(), strict=True), 1):
-        head = f"{rank}. [{score:.3f}] {passage.title or passage.doc_id}"
+        head = f"{rank}. [{score:.3f}] {passage.label() if passage.title else passage.doc_id}"
         click.echo(click.style(head, bold=True) if tty else head, color=tty)
-        click.echo(f"   {passage.source or passage.doc_id} [{passage.start}:{passage.end}] id={passage.id}")
+        place = f" ({passage.place()})" if passage.place() else ""
+        click.echo(f"   {passage.source or passage.doc_id}{place} [{passage.start}:{passage.end}] id={passage.id}")
         click.echo(f"   {snippet(passage.text, query, corpus.analyzer, mark=mark)}", color=tty)
 
 

@@ -215,6 +215,7 @@ class EvalRun:
     def answer(self, record: QARecord) -> dict[str, Any]:
         """Run the agent on one question (fresh tools and state) and return its result row."""
         from offline_agent.runner import Session
+        from offline_agent.sources import attach_sources
 
         settings = self.options.settings
         session = Session.from_settings(
@@ -224,7 +225,7 @@ class EvalRun:
             corpus=self.corpus.label_for(record),
             tools=self.options.tools,
         )
-        trajectory = session.ask(record.question, settings.config)
+        trajectory = attach_sources(session.ask(record.question, settings.config), session.index)
         uses_tools = agent_class(self.options.agent).uses_tools
         return result_row(
             record, trajectory, uses_tools=uses_tools, sentences=self.sentences, capabilities=self.backend.capabilities

@@ -107,6 +107,7 @@ def result_row(
         "cached_tokens": usage.cached_tokens if caches else None,
         "generated_tokens": usage.generated_tokens,
         "seconds": trajectory.seconds,
+        "sources": trajectory.sources,  # the passages the answer rests on (sources.py); None where not looked for
         "trajectory": trajectory.to_dict(),
     }
 

@@ -15,6 +15,7 @@ from typing import Any
 from offline_agent.errors import ConfigError, RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
+from offline_agent.retrieval.duplicates import twins_to_read
 from offline_agent.retrieval.index import BM25Index
 from offline_agent.retrieval.ingest import FileEntry, Ingested, IngestOptions, ingest_paths, walk
 
@@ -51,11 +52,14 @@ def list_indexes() -> list[dict[str, Any]]:
     return out
 
 
-def describe(path: Path) -> dict[str, Any]:
-    """What `index info` shows, from the manifest and meta.json only (no arrays are read)."""
+def describe(path: Path, *, duplicates: bool = False) -> dict[str, Any]:
+    """What `index info` shows, from the manifest and meta.json only (no arrays are read); with `duplicates`, the
+    files not indexed because another file holds the same text, each with that file."""
     manifest = storage.read_manifest(path)
     _, meta, extra, _ = storage.read_index(path, mmap=True)
-    return {
+    files = extra.get("files", {})
+    twins = [{"path": p, "same_as": f["duplicate_of"]} for p, f in files.items() if f.get("duplicate_of")]
+    data = {
         "name": path.name,
         "path": str(path),
         "passages": meta.get("passages"),
@@ -69,9 +73,13 @@ def describe(path: Path) -> dict[str, Any]:
         "bm25": meta.get("bm25"),
         "analyzer": {k: v for k, v in (meta.get("analyzer") or {}).items() if k != "stopwords"},
         "roots": extra.get("roots", []),
-        "files": len(extra.get("files", {})),
+        "files": len(files),
+        "duplicates": len(twins),
         "ingest": extra.get("ingest", {}),
     }
+    if duplicates:
+        data["duplicate_files"] = twins
+    return data
 
 
 def remove(name: str) -> Path:
@@ -142,15 +150,16 @@ def build_from_paths(
     variant: str = "okapi",
     workers: int = 1,
     on_file: Callable[[FileEntry, int], None] | None = None,
-    on_files: Callable[[int], None] | None = None,
+    on_files: Callable[[Sequence[FileEntry]], None] | None = None,
     on_passages: Callable[[int], None] | None = None,
 ) -> BuildReport:
-    """Ingest `paths` and build an index in memory (RetrievalError when no passage comes out)."""
+    """Ingest `paths` and build an index in memory (RetrievalError when no passage comes out); `workers` processes
+    read the files and tokenize the passages."""
     options = options or IngestOptions()
     entries, skipped = _walk_checked(paths, options)
     if on_files is not None:
-        on_files(len(entries))
-    ingested = ingest_paths(paths, options, progress=on_file, entries=entries)
+        on_files(entries)
+    ingested = ingest_paths(paths, options, progress=on_file, entries=entries, workers=workers)
     ingested.skipped[:0] = skipped
     if not ingested.passages:
         raise RetrievalError(_empty_message(paths, ingested))
@@ -172,13 +181,15 @@ def update_from_paths(
     options: IngestOptions | None = None,
     workers: int = 1,
     on_file: Callable[[FileEntry, int], None] | None = None,
-    on_files: Callable[[int], None] | None = None,
+    on_files: Callable[[Sequence[FileEntry]], None] | None = None,
     on_passages: Callable[[int], None] | None = None,
 ) -> BuildReport:
     """Bring `index` in line with the files under `paths` (default: the roots it was built from).
 
     Files whose size and mtime are unchanged are not read; others are re-read and compared by sha256. Passages
-    of changed and deleted files are deleted, those of new and changed files added, in one weight update.
+    of changed and deleted files are deleted, those of new and changed files added, in one weight update. A file
+    noted as the duplicate of one that changed or went is read again too (it may now be indexed itself), and a
+    file read now that duplicates one in the index gives no passages (duplicates.py).
     """
     extra = index.extra or {}
     if paths is None or not paths:
@@ -189,16 +200,23 @@ def update_from_paths(
         options = saved_options(index)
     old_files: dict[str, dict[str, Any]] = dict(extra.get("files") or {})
     entries, skipped = _walk_checked(paths, options)
+    seen = {e.source for e in entries}
     to_read = [
         e
         for e in entries
         if (f := old_files.get(e.source)) is None or (f["size"], f["mtime_ns"]) != (e.size, e.mtime_ns)
     ]
+    reading = {e.source for e in to_read}
+    reading |= twins_to_read(old_files, reading | (set(old_files) - seen))
+    to_read = [e for e in entries if e.source in reading]
+    staying = {s: f for s, f in old_files.items() if s in seen and s not in reading and not f.get("duplicate_of")}
+    indexed_before = {s for s, f in old_files.items() if not f.get("duplicate_of")}
     if on_files is not None:
-        on_files(len(to_read))
-    ingested = ingest_paths(paths, options, progress=on_file, entries=to_read)
+        on_files(to_read)
+    ingested = ingest_paths(
+        paths, options, progress=on_file, entries=to_read, workers=workers, indexed=staying, known=indexed_before
+    )
     ingested.skipped[:0] = skipped
-    seen = {e.source for e in entries}
     report = BuildReport(index, ingested, unchanged_files=len(entries) - len(to_read))
     new_files = {k: v for k, v in old_files.items() if k in seen}
     by_source: dict[str, list[Any]] = {}
@@ -209,12 +227,15 @@ def update_from_paths(
     add = []
     for source, fingerprint in ingested.files.items():
         before = old_files.get(source)
-        if before is not None and before.get("sha256") == fingerprint["sha256"]:
-            new_files[source] = fingerprint  # touched but identical: keep its passages
+        was_indexed = before is not None and not before.get("duplicate_of")
+        is_indexed = not fingerprint.get("duplicate_of")
+        if before is not None and before.get("sha256") == fingerprint["sha256"] and was_indexed == is_indexed:
+            # touched but identical (or a duplicate still): keep its passages, or its note
+            new_files[source] = dict(fingerprint, passages=before.get("passages", fingerprint.get("passages")))
             report.unchanged_files += 1
             continue
         (report.changed_files if before is not None else report.added_files).append(source)
-        if before is not None:
+        if was_indexed:
             dropped.append(source)
         new_files[source] = fingerprint
         add.extend(by_source.get(source, []))

@@ -25,6 +25,9 @@ from offline_agent.errors import RetrievalError
 
 # The string columns of an index: NAME_blob.npy (UTF-8 bytes) and NAME_offsets.npy (n + 1 int64 offsets).
 STRING_COLUMNS = ("vocab", "text", "doc_key", "doc_title", "doc_source")
+# Per-passage positions, written since heading paths and lines were kept (an older index has none, nor the
+# heading column, heading_blob.npy and heading_offsets.npy).
+POSITION_ARRAYS = ("p_line", "p_page")
 # Every other array, with the dtype kinds it may have ("i"/"u" integers, "f" floats).
 _INTEGERS = "iu"
 ARRAYS: dict[str, str] = {
@@ -84,6 +87,7 @@ def _check(a: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
             raise _Damaged(name, f"unexpected array {a[name].dtype}{list(a[name].shape)}")
     for column in STRING_COLUMNS:
         _offsets(a, f"{column}_offsets", len(a[f"{column}_blob"]))
+    _check_positions(a)
 
     rows = len(a["dl"])
     n_terms = len(a["idf"])
@@ -136,6 +140,28 @@ def _check(a: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
     ):
         if key in meta and meta[key] != actual:
             raise _Damaged(name, f"{actual} {key}, meta.json says {meta[key]}", other="meta.json")
+
+
+def _check_positions(a: dict[str, np.ndarray]) -> None:
+    """The per-passage heading and position arrays, which an index written before they were kept lacks: when there,
+    they must be whole (both files of the heading column, all three arrays) and as long as the passage table."""
+    names = [*POSITION_ARRAYS, "heading_blob", "heading_offsets"]
+    present = [name for name in names if name in a]
+    if not present:
+        return
+    for name in names:
+        if name not in a:
+            raise _Damaged(name, "missing from the manifest", other=present[0])
+    for name in names:
+        kinds = "u" if name == "heading_blob" else _INTEGERS
+        if a[name].ndim != 1 or a[name].dtype.kind not in kinds:
+            raise _Damaged(name, f"unexpected array {a[name].dtype}{list(a[name].shape)}")
+    _offsets(a, "heading_offsets", len(a["heading_blob"]))
+    rows = len(a["dl"])
+    _length(a, "heading_offsets", rows + 1, "passages")
+    for name in POSITION_ARRAYS:
+        _length(a, name, rows, "passages")
+        _within(a, name, 0, None, "positions")
 
 
 def _length(a: dict[str, np.ndarray], name: str, expected: int, what: str) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from offline_agent.retrieval.analyzer import TOKEN_PATTERN, Analyzer
-from offline_agent.retrieval.passages import Passage
+from offline_agent.retrieval.passages import Passage, join_heading
 from offline_agent.retrieval.postings import Triples, run_starts, runs, unique_counts, unique_sorted
 
 BATCH = 4096
@@ -262,6 +262,9 @@ class Table:
         self.sources: list[str] = []
         self.starts: list[int] = []
         self.ends: list[int] = []
+        self.headings: list[str] = []
+        self.lines: list[int] = []
+        self.pages: list[int] = []
         self.one_doc_each = True  # only plain strings so far: each is its own document
 
     def __len__(self) -> int:
@@ -277,6 +280,9 @@ class Table:
             self.sources.extend([""] * n)
             self.starts.extend([0] * n)
             self.ends.extend(map(len, batch))
+            self.headings.extend([""] * n)
+            self.lines.extend([0] * n)
+            self.pages.extend([0] * n)
             return batch
         self.one_doc_each = False
         return [self._append(item, first_id + i) for i, item in enumerate(batch)]
@@ -292,6 +298,9 @@ class Table:
         self.sources.append(item.source)
         self.starts.append(item.start)
         self.ends.append(item.end)
+        self.headings.append(join_heading(item.heading))
+        self.lines.append(item.line)
+        self.pages.append(item.page)
         return f"{item.title}\n{item.text}" if item.title else item.text
 
 

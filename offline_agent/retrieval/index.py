@@ -22,7 +22,7 @@ from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.checks import check_index_arrays
 from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
-from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn
+from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn, split_heading
 from offline_agent.retrieval.postings import Postings, Searcher, TermIds, Triples, build_postings, unique_sorted
 from offline_agent.retrieval.scoring import BM25Params
 
@@ -47,7 +47,9 @@ class BM25Index:
         self.analyzer = analyzer
         self.params = params
         self._postings = postings
-        self._t = table  # text, doc (int32), start/end (int64), dl (int32), live (uint8), doc_key/title/source
+        # text, doc (int32), start/end (int64), dl (int32), live (uint8), heading, line/page (int32) per passage;
+        # doc_key/title/source per document
+        self._t = table
         self.extra: dict[str, Any] = extra if extra is not None else {}
         self._searcher = Searcher(postings, len(table["dl"]), params)
         self._term_ids = TermIds(postings)
@@ -140,6 +142,9 @@ class BM25Index:
             "doc_key": empty_col,
             "doc_title": empty_col,
             "doc_source": empty_col,
+            "heading": empty_col,
+            "line": np.zeros(0, np.int32),
+            "page": np.zeros(0, np.int32),
         }
         return cls(analyzer=analyzer, params=params, postings=postings, table=table)
 
@@ -220,19 +225,21 @@ class BM25Index:
         else:
             new_doc, first_rows = self._group_new_docs(table, kept)
         doc = np.concatenate([old_doc, new_doc]).astype(np.int32)
-        text = t["text"]
-        if base and (len(dead_arr) or not np.asarray(t["live"]).all()):
-            text = _take_or_empty(text, np.arange(base, dtype=np.int64), live[:base].astype(bool))
-        if len(table):
-            text = (
-                StringColumn.concat([text, StringColumn.from_strings(table.texts)])
-                if base
-                else (StringColumn.from_strings(table.texts))
-            )
-        start = np.concatenate([np.asarray(t["start"]), np.asarray(table.starts, dtype=np.int64)])
-        end = np.concatenate([np.asarray(t["end"]), np.asarray(table.ends, dtype=np.int64)])
-        start[dead_arr] = 0
-        end[dead_arr] = 0
+        emptied = bool(base and (len(dead_arr) or not np.asarray(t["live"]).all()))
+
+        def passage_column(name: str, new_values: list[str]) -> StringColumn:
+            column = t[name]
+            if emptied:  # a deleted passage's text and heading are dropped
+                column = _emptied(column, live[:base].astype(bool))
+            if not len(table):
+                return column
+            fresh = StringColumn.from_strings(new_values)
+            return StringColumn.concat([column, fresh]) if base else fresh
+
+        def passage_numbers(name: str, new_values: list[int], dtype: type) -> np.ndarray:
+            numbers = np.concatenate([np.asarray(t[name]), np.asarray(new_values, dtype=dtype)]).astype(dtype)
+            numbers[dead_arr] = 0
+            return numbers
 
         def doc_column(name: str, new_values: list[str]) -> StringColumn:
             old = t[name] if len(kept) == len(t[name]) else t[name].take(kept)
@@ -240,15 +247,18 @@ class BM25Index:
             return StringColumn.concat([old, fresh]) if len(old) else fresh
 
         self._t = {
-            "text": text,
+            "text": passage_column("text", table.texts),
             "doc": doc,
-            "start": start,
-            "end": end,
+            "start": passage_numbers("start", table.starts, np.int64),
+            "end": passage_numbers("end", table.ends, np.int64),
             "dl": dl,
             "live": live,
             "doc_key": doc_column("doc_key", table.doc_keys),
             "doc_title": doc_column("doc_title", table.titles),
             "doc_source": doc_column("doc_source", table.sources),
+            "heading": passage_column("heading", table.headings),
+            "line": passage_numbers("line", table.lines, np.int32),
+            "page": passage_numbers("page", table.pages, np.int32),
         }
         self._postings = postings
         self._searcher = Searcher(postings, len(dl), self.params)
@@ -353,6 +363,10 @@ class BM25Index:
         docs = np.asarray(t["doc"])[ids].tolist()
         starts = np.asarray(t["start"])[ids].tolist()
         ends = np.asarray(t["end"])[ids].tolist()
+        lines = np.asarray(t["line"])[ids].tolist()
+        pages = np.asarray(t["page"])[ids].tolist()
+        heading = t["heading"]
+        headings = [split_heading(heading[i]) for i in ids.tolist()]
         # Inlined StringColumn lookups: this runs for every hit of every search.
         text, key, title, source = t["text"], t["doc_key"], t["doc_title"], t["doc_source"]
         tb, to = text._blob_view, text._offsets_view
@@ -368,8 +382,11 @@ class BM25Index:
                 str(sb[so[d] : so[d + 1]], "utf-8", DECODE_ERRORS),
                 s,
                 e,
+                h,
+                line,
+                page,
             )
-            for i, d, s, e in zip(ids.tolist(), docs, starts, ends, strict=True)
+            for i, d, s, e, h, line, page in zip(ids.tolist(), docs, starts, ends, headings, lines, pages, strict=True)
         ]
 
     def passages_of(self, doc_id: str) -> list[Passage]:
@@ -438,8 +455,10 @@ class BM25Index:
             "p_doc": t["doc"],
             "p_start": t["start"],
             "p_end": t["end"],
+            "p_line": t["line"],
+            "p_page": t["page"],
         }
-        for name in ("doc_key", "doc_title", "doc_source"):
+        for name in ("doc_key", "doc_title", "doc_source", "heading"):
             arrays[f"{name}_blob"] = t[name].blob
             arrays[f"{name}_offsets"] = t[name].offsets
         meta = {
@@ -496,6 +515,10 @@ class BM25Index:
                 "doc_key": col("doc_key"),
                 "doc_title": col("doc_title"),
                 "doc_source": col("doc_source"),
+                # Kept since positions were added; an index written before has none: read as empty and 0.
+                "heading": col("heading") if "heading_blob" in a else _empty_strings(len(a["dl"])),
+                "line": a.get("p_line", np.zeros(len(a["dl"]), np.int32)),
+                "page": a.get("p_page", np.zeros(len(a["dl"]), np.int32)),
             }
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             where = path / manifest["generation"] / "meta.json"
@@ -503,18 +526,25 @@ class BM25Index:
         return cls(analyzer=analyzer, params=params, postings=postings, table=table, extra=extra)
 
 
-def _take_or_empty(column: StringColumn, rows: np.ndarray, keep: np.ndarray) -> StringColumn:
-    """`column.take(rows)` with the rows where `keep` is False emptied."""
+def _empty_strings(n: int) -> StringColumn:
+    """A column of `n` empty strings."""
+    return StringColumn(np.zeros(0, np.uint8), np.zeros(n + 1, np.int64))
+
+
+def _emptied(column: StringColumn, keep: np.ndarray) -> StringColumn:
+    """`column` with the rows where `keep` is False emptied: the bytes of each run of rows that stay are copied
+    in one piece (an update deletes a few rows; indexing every byte of the column cost a large index most of the
+    update's time)."""
     if keep.all():
-        return column.take(rows) if len(rows) != len(column) else column
+        return column
     offsets = np.asarray(column.offsets)
-    lo = offsets[rows]
-    lengths = np.where(keep, offsets[rows + 1] - lo, 0)
-    new_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    lengths = np.where(keep, np.diff(offsets), 0)
+    new_offsets = np.zeros(len(keep) + 1, dtype=np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
-    starts = np.repeat(lo - new_offsets[:-1], lengths)
-    idx = np.arange(new_offsets[-1], dtype=np.int64) + starts
-    return StringColumn(np.asarray(column.blob)[idx], new_offsets)
+    changes = np.flatnonzero(np.diff(np.concatenate([[False], keep, [False]]).astype(np.int8)))
+    blob = np.asarray(column.blob)
+    pieces = [blob[offsets[first] : offsets[end]] for first, end in zip(changes[0::2], changes[1::2], strict=True)]
+    return StringColumn(np.concatenate(pieces) if pieces else np.zeros(0, np.uint8), new_offsets)
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterable[list[Any]]:

@@ -1,7 +1,8 @@
 """From paths on disk to passages: walk folders, read each supported file, chunk long documents.
 
 Every file that is not indexed is reported with a reason (binary, not UTF-8, empty, too large, unreadable,
-symlink loop, unsupported type, broken records inside a JSONL, ...), so a user can see what the index holds.
+symlink loop, unsupported type, broken records inside a JSONL, ...), so a user can see what the index holds; a
+file whose text another file holds too is noted as that file's duplicate (duplicates.py).
 Each file's size, modification time and sha256 are kept, so that `--update` re-reads only new and changed
 files.
 
@@ -12,19 +13,21 @@ with ".") are skipped, and so are those the --include/--exclude patterns leave o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
+from offline_agent.retrieval.chunking import document_passages
+from offline_agent.retrieval.duplicates import Candidate, content_key, find_duplicates, source_copy_of
 from offline_agent.retrieval.globs import PathFilter
 from offline_agent.retrieval.passages import Passage
 from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
-from offline_agent.retrieval.sentences import chunk_spans
 
 DEFAULT_MAX_FILE_BYTES = 256 << 20
 
@@ -89,6 +92,7 @@ class Ingested:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
+    duplicates: list[tuple[str, str]] = field(default_factory=list)  # (file, the file indexed in its place)
     n_files: int = 0
 
     def skip_summary(self, limit: int = 3) -> str:
@@ -194,8 +198,11 @@ def _walk_one(
     entries.append(FileEntry(path, doc_id_for(path), st.st_size, st.st_mtime_ns))
 
 
-def read_entry(entry: FileEntry, options: IngestOptions) -> tuple[list[Passage], dict[str, Any], list[str]]:
-    """Passages (ids from 0) of one file, its fingerprint, and notes on records skipped inside it.
+def read_entry(
+    entry: FileEntry, options: IngestOptions, *, chunk: bool = True
+) -> tuple[list[Passage], dict[str, Any], list[str]]:
+    """Passages (ids from 0) of one file, its fingerprint, and notes on records skipped inside it; without `chunk`,
+    no passages (for a file expected to be a duplicate: its fingerprint is all that is needed).
 
     Raises SkipFile when the whole file is skipped.
     """
@@ -212,12 +219,13 @@ def read_entry(entry: FileEntry, options: IngestOptions) -> tuple[list[Passage],
     fingerprint = {"size": len(data), "mtime_ns": entry.mtime_ns, "sha256": hashlib.sha256(data).hexdigest()}
     docs, notes = read_document_file(entry.path, data, entry.doc_id, options.fields)
     del data
+    fingerprint["content"] = content_key(docs)
     passages: list[Passage] = []
-    for doc in docs:
-        body = doc.text[doc.body_start :]
-        for start, end in chunk_spans(body, options.chunk_size, options.chunk_overlap):
-            s, e = start + doc.body_start, end + doc.body_start
-            passages.append(Passage(len(passages), doc.doc_id, doc.title, doc.text[s:e], entry.source, s, e))
+    for doc in docs if chunk else ():
+        size, overlap = options.chunk_size, options.chunk_overlap
+        passages.extend(document_passages(doc, entry.source, size, overlap, first_id=len(passages)))
+    if not chunk and any(doc.text[doc.body_start :].strip() for doc in docs):
+        return passages, fingerprint, notes
     if not passages:
         raise SkipFile("no text" if not notes else f"no usable records ({notes[0]})")
     return passages, fingerprint, notes
@@ -237,11 +245,18 @@ def ingest_paths(
     *,
     progress: Callable[[FileEntry, int], None] | None = None,
     entries: Iterable[FileEntry] | None = None,
+    workers: int = 1,
+    indexed: dict[str, dict[str, Any]] | None = None,
+    known: set[str] | frozenset[str] = frozenset(),
 ) -> Ingested:
-    """Read every supported file under `paths` into passages (ids 0..n-1), recording what was skipped and why.
+    """Read every supported file under `paths` into passages (ids 0..n-1), recording what was skipped and why, and
+    which files duplicate another (duplicates.py: they give no passages).
 
     `progress` is called after each file with the entry and the number of passages it gave. Pass `entries` to
-    read only those files (what `walk` found) instead of walking `paths`.
+    read only those files (what `walk` found) instead of walking `paths`. `workers` > 1 reads files in that many
+    processes (parallel.py), in the same order. For an update, `indexed` holds the records of the files that stay
+    in the index as they are (a file read now that has the same text is their duplicate), and `known` the files
+    read again that were indexed before (they keep their place before new duplicates).
     """
     options = options or IngestOptions()
     if isinstance(paths, (str, Path)):
@@ -252,19 +267,64 @@ def ingest_paths(
     else:
         found = list(entries)
     out.n_files = len(found)
-    for entry in found:
-        try:
-            passages, fingerprint, notes = read_entry(entry, options)
-        except SkipFile as why:
-            out.skipped.append((entry.source, str(why)))
+    # Sphinx's copies of the pages' sources are read only for their fingerprint: chunking them, to find them
+    # duplicates afterwards, cost as much as the pages themselves.
+    pages = {e.source for e in found} | set(indexed or ())
+    copies = {e.source for e in found if source_copy_of(e.source) in pages}
+    read: list[tuple[FileEntry, list[Passage], dict[str, Any], list[str]]] = []
+    for entry, outcome in read_entries(found, options, workers, unchunked=copies):
+        if isinstance(outcome, str):
+            out.skipped.append((entry.source, outcome))
             if progress is not None:
                 progress(entry, 0)
             continue
-        base = len(out.passages)
-        out.passages.extend(Passage(base + p.id, p.doc_id, p.title, p.text, p.source, p.start, p.end) for p in passages)
-        fingerprint["passages"] = len(passages)
-        out.files[entry.source] = dict(fingerprint, doc_id=entry.doc_id)
-        out.notes.extend((entry.source, n) for n in notes)
+        read.append((entry, *outcome))
         if progress is not None:
-            progress(entry, len(passages))
+            progress(entry, len(outcome[0]))
+    candidates = [Candidate(entry.source, fp["content"], entry.source in known) for entry, _, fp, _ in read]
+    twins = find_duplicates(candidates, indexed or {})
+    for entry, passages, fingerprint, notes in read:
+        if entry.source in copies and entry.source not in twins:  # its page was not read after all: index it
+            outcome = read_outcome(entry, options)
+            if isinstance(outcome, str):
+                out.skipped.append((entry.source, outcome))
+                continue
+            passages, fingerprint, notes = outcome
+        record = dict(fingerprint, doc_id=entry.doc_id)
+        out.files[entry.source] = record
+        if entry.source in twins:
+            record.update(passages=0, duplicate_of=twins[entry.source])
+            out.duplicates.append((entry.source, twins[entry.source]))
+            continue
+        base = len(out.passages)
+        out.passages.extend(dataclasses.replace(p, id=base + p.id) for p in passages)
+        record["passages"] = len(passages)
+        out.notes.extend((entry.source, n) for n in notes)
     return out
+
+
+def read_entries(
+    entries: Sequence[FileEntry], options: IngestOptions, workers: int = 1, unchunked: set[str] | None = None
+) -> Iterator[tuple[FileEntry, tuple[list[Passage], dict[str, Any], list[str]] | str]]:
+    """Each entry with what `read_entry` gave for it (not chunked for the sources in `unchunked`), or the reason
+    it was skipped, in order; in `workers` processes where that pays (parallel.py)."""
+    from offline_agent.retrieval.parallel import read_in_processes
+
+    tasks = [(entry, entry.source not in (unchunked or ())) for entry in entries]
+    if workers > 1:
+        done = read_in_processes(tasks, options, workers)
+        if done is not None:
+            yield from done
+            return
+    for entry, chunk in tasks:
+        yield entry, read_outcome(entry, options, chunk)
+
+
+def read_outcome(
+    entry: FileEntry, options: IngestOptions, chunk: bool = True
+) -> tuple[list[Passage], dict[str, Any], list[str]] | str:
+    """`read_entry`, with a skipped file's reason as the outcome instead of an exception."""
+    try:
+        return read_entry(entry, options, chunk=chunk)
+    except SkipFile as why:
+        return str(why)

@@ -8,7 +8,7 @@ only for the passages a caller asks for.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -21,7 +21,10 @@ class Passage:
 
     `id` is stable for the life of an index (updates never renumber passages); `doc_id` names the source
     document (a file path relative to the ingested root, or the record id of a JSONL/JSON/CSV row);
-    `start` and `end` are character offsets of `text` in that document's text.
+    `start` and `end` are character offsets of `text` in that document's text. `heading` is the heading path of the
+    section the passage sits in, from the outermost heading in (empty where the document has none), `line` the
+    line of the document's text where the passage starts and `page` its page in a paged document (PDF); 0 where
+    not known (a record of a JSONL file, an index written before positions were kept).
     """
 
     id: int
@@ -31,6 +34,9 @@ class Passage:
     source: str
     start: int
     end: int
+    heading: tuple[str, ...] = ()
+    line: int = 0
+    page: int = 0
 
     def dict(self) -> dict[str, object]:
         """A JSON-ready copy."""
@@ -42,7 +48,53 @@ class Passage:
             "source": self.source,
             "start": self.start,
             "end": self.end,
+            "heading": list(self.heading),
+            "line": self.line,
+            "page": self.page,
         }
+
+    def place(self) -> str:
+        """Where the passage is, for people: "page 4" or "line 120" (empty where not known)."""
+        if self.page:
+            return f"page {self.page}"
+        return f"line {self.line}" if self.line else ""
+
+    def label(self) -> str:
+        """`passage_label` of this passage."""
+        return passage_label(self.title, self.heading)
+
+
+def passage_label(title: str, heading: Sequence[str], shorten: Callable[[str], str] | None = None) -> str:
+    """A passage's title, then the headings of its section beyond the title ("Built-in Types > Numeric Types >
+    Additional Methods on Float"), each passed through `shorten` if given; the title alone where the heading path
+    adds nothing to it."""
+    below = heading_beyond_title(heading, title)
+    if not below:
+        return title
+    return " > ".join([title, *(map(shorten, below) if shorten else below)])
+
+
+def heading_beyond_title(heading: Sequence[str], title: str) -> tuple[str, ...]:
+    """The heading path less its leading headings that only repeat the document's title (case and spacing aside):
+    what a passage's place adds to its title."""
+    wanted = " ".join(title.split()).casefold()
+    at = 0
+    while at < len(heading) and " ".join(heading[at].split()).casefold() == wanted:
+        at += 1
+    return tuple(heading[at:])
+
+
+HEADING_SEPARATOR = "\n"  # between the headings of a path in the index's heading column
+
+
+def join_heading(heading: Sequence[str]) -> str:
+    """A heading path as one stored string (a heading's own line breaks become spaces)."""
+    return HEADING_SEPARATOR.join(" ".join(h.split()) for h in heading)
+
+
+def split_heading(stored: str) -> tuple[str, ...]:
+    """The heading path of a stored string (`join_heading`'s inverse)."""
+    return tuple(stored.split(HEADING_SEPARATOR)) if stored else ()
 
 
 class SearchResult(NamedTuple):

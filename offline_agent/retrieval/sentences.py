@@ -9,6 +9,9 @@ a blank line, or a line break before a list item or heading, always ends one. A 
 abbreviation ("Dr.", "e.g.") or a single capital letter ("J. Smith") does not end one. Limits: no
 language-specific rules beyond this; sentences inside quotes that end in `.` followed by a lowercase word stay
 joined with what follows.
+
+Time is linear in the length of the text: each candidate end looks back only over the word before it, and a run of
+end marks (a row of dots) is tried once, from its first mark.
 """
 
 from __future__ import annotations
@@ -19,7 +22,11 @@ _ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al fig figs no nos vol pp ca approx dept est inc ltd co
     corp jan feb mar apr jun jul aug sep sept oct nov dec mt ft gen gov lt col sgt capt rev u.s u.k""".split()  # noqa: SIM905
 )
-_END_RE = re.compile(r"""(?:[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
+# The look-behind starts a match only at the first mark of a run: from inside a run the match could only fail the
+# same way as from its start, and trying each mark of a long row of dots cost time in the square of its length.
+_END_RE = re.compile(r"""(?:(?<![.!?…])[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
+_MARK_RE = re.compile(r"[.!?…。！？]")  # where an _END_RE match can start
+_CUT_INSIDE_WORD_RE = re.compile(r"[。！？]\S")  # the only sentence end that can fall inside a run of non-spaces
 _BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{1,6}\s))")
 _WORD_BEFORE_RE = re.compile(r"(\S+)$")
 _NEXT_RE = re.compile(r"\s*(\S)")
@@ -32,9 +39,23 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     Every non-whitespace character of `text` falls in exactly one span.
     """
     cuts = {m.end() for m in _BREAK_RE.finditer(text)}
-    for m in _END_RE.finditer(text):
-        if _is_sentence_end(text, m.start(), m.end()):
-            cuts.add(m.end())
+    # What _END_RE.finditer(text) finds, found faster: a match can only start at an end mark, so the pattern is
+    # tried at each mark (not after the last match) instead of at every character.
+    after = 0
+    for mark in _MARK_RE.finditer(text):
+        at = mark.start()
+        if at < after:
+            continue
+        m = _END_RE.match(text, at)
+        if m is not None:
+            after = m.end()
+            if _is_sentence_end(text, at, after):
+                cuts.add(after)
+    return spans_between(text, cuts)
+
+
+def spans_between(text: str, cuts: set[int]) -> list[tuple[int, int]]:
+    """The stripped, non-empty spans of `text` between the cut offsets `cuts` (and its ends)."""
     spans = []
     start = 0
     for cut in sorted(cuts) + [len(text)]:
@@ -61,7 +82,7 @@ def _is_sentence_end(text: str, start: int, end: int) -> bool:
     if nxt.group(1).islower():
         return False
     if text[start] == ".":
-        word = _WORD_BEFORE_RE.search(text, 0, start)
+        word = _word_before(text, start)
         if word is not None:
             w = word.group(1).lstrip("(\"'“‘").lower()
             if w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha()):
@@ -69,12 +90,25 @@ def _is_sentence_end(text: str, start: int, end: int) -> bool:
     return True
 
 
+def _word_before(text: str, end: int) -> re.Match[str] | None:
+    """What `_WORD_BEFORE_RE.search(text, 0, end)` finds (the run of non-space characters that ends at `end`, or
+    before a line break there), looking back only as far as that run goes: searching from the start of the text
+    made splitting take time in the square of its length."""
+    step, lo = 32, end
+    while True:
+        lo = max(0, lo - step)
+        word = _WORD_BEFORE_RE.search(text, lo, end)
+        if word is None or word.start() > lo or lo == 0:
+            return word
+        step *= 2  # the run may go on before `lo`: look further back
+
+
 def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
+    part = text[start:end]
+    left = part.lstrip()
+    if not left:
+        return None
+    return start + len(part) - len(left), start + len(part.rstrip())
 
 
 def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | None = None) -> list[tuple[int, int]]:
@@ -88,6 +122,19 @@ def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | 
     if size < 1 or overlap < 0 or overlap >= size:
         raise ValueError(f"need size >= 1 and 0 <= overlap < size, got size={size}, overlap={overlap}")
     max_chars = max_chars or size * 12
+    if not _CUT_INSIDE_WORD_RE.search(text):
+        # A text that fits in one passage is that passage, its ends stripped: what the sentences would give, found
+        # without them (a sentence can end inside a run of non-spaces only after a CJK mark, which this excludes).
+        whole = _strip(text, 0, len(text))
+        if whole is None:
+            return []
+        if whole[1] - whole[0] <= max_chars and len(text.split()) <= size:
+            return [whole]
+    return _chunk_units(text, size, overlap, max_chars)
+
+
+def _chunk_units(text: str, size: int, overlap: int, max_chars: int) -> list[tuple[int, int]]:
+    """`chunk_spans` by way of the text's sentences and their bounded pieces."""
     units = [u for s, e in split_sentences(text) for u in _bounded_units(text, s, e, size, max_chars)]
     chunks: list[tuple[int, int]] = []
     i = 0
@@ -116,6 +163,10 @@ def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | 
 
 def _bounded_units(text: str, start: int, end: int, size: int, max_chars: int) -> list[tuple[int, int, int]]:
     """(start, end, words) pieces of one sentence, each at most `size` words and `max_chars` characters."""
+    if end - start <= max_chars:  # the usual sentence: count its words without locating them
+        count = len(text[start:end].split())  # str.split and the regex's \s agree on what is a space
+        if count <= size:
+            return [(start, end, count)]
     words = [(m.start(), m.end()) for m in _WS_RE.finditer(text, start, end)]
     if len(words) <= size and end - start <= max_chars:
         return [(start, end, len(words))]

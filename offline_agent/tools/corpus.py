@@ -5,6 +5,9 @@ and `retrieve` (the document whose title best matches an entity, KnowAgent's Ret
 of the last search's (or retrieve's) top passage, one sentence per call, and says when there are no more. The
 tools share one `CorpusSession`, which a run creates fresh so that lookups never leak between questions.
 
+A search shows each passage as `[k] Title: text`, or `[k] Title > Section > Subsection: text` where the passage
+sits in a section whose headings go beyond the document's title (a page of a manual).
+
 `retrieve[entity]` reads a table of every document title, built once per index on first use and kept while the
 index lives (a hash table for exact matches, and a BM25 index over the titles alone for the closest match), so a
 call never scans the titles. Building it costs one pass over the titles; an index changed by add or delete gets a
@@ -243,7 +246,7 @@ class SearchTool(_ThreadDetails):
             texts = [_best_sentences(p, weights, settings.sentences, index.analyzer) for p in shown]
         else:
             texts = [_clip(p.text, PASSAGE_CHARS) for p in shown]
-        lines = (f"[{rank}] {p.title}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
+        lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
         return "\n".join(lines)
 
     def _linked(self, passages: list[Any]) -> list[Any]:
@@ -347,6 +350,19 @@ class RetrieveTool(_ThreadDetails):
         }
         self.session.focus(passage)
         return f"{passage.title}: {_clip(passage.text, PASSAGE_CHARS)}"
+
+
+HEADING_CHARS = 80
+
+
+def _label(passage: Any) -> str:
+    """How a search shows where a passage is: its title, then the headings of its section beyond the title
+    ("Built-in Types > Numeric Types > Additional Methods on Float"); the title alone where the passage has no
+    heading path beyond it (a JSONL record, a Markdown file whose only heading is its title), as before heading
+    paths were kept."""
+    from offline_agent.retrieval.passages import passage_label
+
+    return passage_label(passage.title, getattr(passage, "heading", ()), lambda heading: _clip(heading, HEADING_CHARS))
 
 
 def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any) -> str:

@@ -53,7 +53,11 @@ def test_a_users_reader_is_used_for_its_suffix_and_its_skip_reason_is_reported(t
     (tmp_path / "app.log").write_text("alpha beta\ngamma delta\n")
     (tmp_path / "old.log").write_text("LOCKED")
     ingested = ingest_paths(tmp_path)
-    assert [p.title for p in ingested.passages] == ["app"]
+    # Each line is a section of its own, so each is a passage, with its heading path and line.
+    assert [(p.title, p.text, p.heading, p.line) for p in ingested.passages] == [
+        ("app", "alpha beta", ("log", "alpha"), 1),
+        ("app", "gamma delta", ("log", "gamma"), 2),
+    ]
     assert dict(ingested.skipped) == {str(tmp_path / "old.log"): "locked log"}
 
 

@@ -34,6 +34,9 @@ def test_passage_is_a_frozen_dataclass_with_the_agreed_fields() -> None:
         "source",
         "start",
         "end",
+        "heading",
+        "line",
+        "page",
     ]
     p = Passage(1, "d", "t", "x", "s", 0, 1)
     try:

@@ -107,3 +107,51 @@ def test_summary_lists_skipped_files(docs_dir: Path) -> None:
     assert "1 files skipped: binary file (NUL bytes)" in out and "bin.txt: binary file (NUL bytes)" in out
     assert "1 records, messages or attachments skipped in 1 files" in out
     assert "rows.jsonl: 1 skipped, first: line 2: invalid JSON" in out
+
+
+def test_duplicates_are_counted_and_listed(docs_dir: Path) -> None:
+    (docs_dir / "copy").mkdir()
+    (docs_dir / "copy" / "eiffel.md").write_bytes((docs_dir / "eiffel.md").read_bytes())
+    code, out = run("index", str(docs_dir), "--name", "demo")
+    assert code == 0 and "indexed 3 passages from 3 documents in 4 files" in out
+    assert "1 duplicate files indexed once" in out and "index info demo --duplicates" in out
+    code, out = run("index", str(docs_dir), "--name", "demo", "--json")
+    assert json.loads(out)["duplicates"] == [
+        {"path": str(docs_dir / "copy" / "eiffel.md"), "same_as": str(docs_dir / "eiffel.md")}
+    ]
+    code, out = run("index", "info", "demo")
+    assert "duplicates: 1" in out
+    code, out = run("index", "info", "demo", "--duplicates")
+    assert out.strip() == f"{docs_dir / 'copy' / 'eiffel.md'}\tsame text as {docs_dir / 'eiffel.md'}"
+
+
+def test_search_shows_the_heading_path_and_the_line(tmp_path: Path) -> None:
+    (tmp_path / "guide.md").write_text("# Harbour Guide\n\nIntro.\n\n## Fees\n\nA night costs eleven crowns.\n")
+    run("index", str(tmp_path), "--name", "demo")
+    code, out = run("search", "night crowns", "--index", "demo", "-k", "1")
+    lines = out.splitlines()
+    assert lines[0].startswith("1. [") and lines[0].endswith("] Harbour Guide > Fees")
+    assert lines[1].startswith(f"   {tmp_path / 'guide.md'} (line 5) [")
+    code, out = run("search", "night crowns", "--index", "demo", "--json")
+    hit = json.loads(out)["hits"][0]
+    assert (hit["heading"], hit["line"], hit["page"]) == (["Harbour Guide", "Fees"], 5, 0)
+
+
+def test_index_with_worker_processes_as_a_user_runs_it(tmp_path: Path, isolated_home: Path) -> None:
+    """The real command in a process of its own (worker processes are spawned from it), with two workers."""
+    import subprocess
+    import sys
+
+    docs = tmp_path / "many"
+    docs.mkdir()
+    for n in range(10):
+        body = " ".join(f"word{(n * 7 + i) % 997} harbour." for i in range(40_000))
+        (docs / f"f{n}.md").write_text(f"# File {n}\n\n## Part\n\n{body}\n")
+    env = {**__import__("os").environ, "OFFLINE_AGENT_HOME": str(isolated_home)}
+    command = [sys.executable, "-m", "offline_agent.cli", "index", str(docs), "--name", "many", "--json"]
+    one = subprocess.run([*command, "--workers", "1"], capture_output=True, text=True, env=env, timeout=600)
+    two = subprocess.run([*command, "--workers", "2"], capture_output=True, text=True, env=env, timeout=600)
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    first, second = json.loads(one.stdout), json.loads(two.stdout)
+    assert first["passages"] == second["passages"] > 1000 and first["files_read"] == second["files_read"] == 10
+    assert "Traceback" not in two.stderr

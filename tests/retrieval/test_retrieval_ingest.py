@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import pdf_of
 
 from offline_agent.errors import RetrievalError
 from offline_agent.retrieval import IngestOptions, ingest_paths, open_corpus
@@ -93,25 +94,7 @@ def test_csv_with_text_column_and_without(tmp_path: Path) -> None:
 
 
 def _minimal_pdf(text: str) -> bytes:
-    stream = f"BT /F1 24 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_of([text])
 
 
 def test_pdf_with_pypdf(tmp_path: Path) -> None:

@@ -78,3 +78,58 @@ def test_chunks_cover_the_text_in_order_within_the_size(text: str, size: int, ov
 def test_chunk_size_validation() -> None:
     with pytest.raises(ValueError, match="overlap < size"):
         chunk_spans("text", size=10, overlap=10)
+
+
+# The splitter as it was before it became linear (it searched for the word before each full stop from the start of
+# the text, and tried every mark of a row of dots): the reference the linear one must agree with everywhere.
+_OLD_END_RE = re.compile(r"""(?:[.!?…]+|[。！？]+)["'”’»)\]]*(?=\s|$)|[。！？]+(?=\S)""")
+_OLD_BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{1,6}\s))")
+
+
+def _old_split_sentences(text: str) -> list[tuple[int, int]]:
+    from offline_agent.retrieval.sentences import _ABBREVIATIONS, spans_between
+
+    def is_end(start: int, end: int) -> bool:
+        if text[start] in "。！？":
+            return True
+        nxt = re.compile(r"\s*(\S)").match(text, end)
+        if nxt is None:
+            return True
+        if nxt.group(1).islower():
+            return False
+        if text[start] == ".":
+            word = re.compile(r"(\S+)$").search(text, 0, start)
+            if word is not None:
+                w = word.group(1).lstrip("(\"'“‘").lower()
+                if w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha()):
+                    return False
+        return True
+
+    cuts = {m.end() for m in _OLD_BREAK_RE.finditer(text)}
+    cuts |= {m.end() for m in _OLD_END_RE.finditer(text) if is_end(m.start(), m.end())}
+    return spans_between(text, cuts)
+
+
+_ALPHABET = list("ab AZ.!?…。！？\n\t\"'“‘”’»)]([-*#1Dr") + ["e.g.", "Mr", "etc", "\u00a0", "\u2003", "..."]
+
+
+@given(st.lists(st.sampled_from(_ALPHABET), max_size=120).map("".join))
+@example("x\n. Y")  # a full stop after a line break: the word before is the one before the break
+@example("(" * 40 + "a. B")  # a word longer than the first look back
+@example("a" + "." * 300 + "x b. C")  # a row of dots not followed by a space
+def test_linear_splitter_agrees_with_the_old_one(text: str) -> None:
+    assert split_sentences(text) == _old_split_sentences(text)
+
+
+@given(
+    st.lists(st.sampled_from(_ALPHABET), max_size=150).map("".join),
+    st.integers(1, 40),
+    st.integers(0, 39),
+    st.integers(1, 60),
+)
+@example("東京。大阪 x", 2, 0, 100)  # a sentence end inside a run of non-spaces: two words, not one
+def test_a_text_that_fits_is_chunked_as_its_sentences_would_be(text: str, size: int, overlap: int, chars: int) -> None:
+    from offline_agent.retrieval.sentences import _chunk_units
+
+    overlap = min(overlap, size - 1)
+    assert chunk_spans(text, size, overlap, chars) == _chunk_units(text, size, overlap, chars)

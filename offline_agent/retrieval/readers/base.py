@@ -43,7 +43,8 @@ class Document:
     `body_start` is where the text to index starts (after a title the reader took from the text). `sections` (in
     order of `start`) give the heading path of every part of the text; text before the first section has none.
     `pages` are the offsets where each page of a paged format (PDF) begins, in order: the page of an offset is the
-    number of page starts at or before it. Without `pages`, a passage's place is its line in `text`.
+    number of page starts at or before it. Without `pages`, a passage's place is its line in `text`, where
+    `numbered_lines` (False for a record of a JSONL, JSON or CSV file, whose text is one field of a row).
     """
 
     doc_id: str
@@ -52,6 +53,7 @@ class Document:
     body_start: int = 0
     sections: tuple[Section, ...] = ()
     pages: tuple[int, ...] = ()
+    numbered_lines: bool = True
 
 
 @runtime_checkable

@@ -69,7 +69,7 @@ def _record_fields(row: Any, fields: Fields, fallback_id: str) -> Document | str
     title = row.get(title_key) if title_key else None
     id_key = fields.id or next((f for f in ID_FIELDS if f in row), None)
     rid = row.get(id_key) if id_key else None
-    return Document(str(rid) if rid not in (None, "") else fallback_id, str(title or ""), text)
+    return Document(str(rid) if rid not in (None, "") else fallback_id, str(title or ""), text, numbered_lines=False)
 
 
 def _read_jsonl(text: str, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:

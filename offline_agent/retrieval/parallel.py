@@ -1,0 +1,68 @@
+"""Reading and chunking files in worker processes, so that indexing a folder uses every core.
+
+Parsing pages and cutting them into passages is most of the cost of indexing a folder of documents, and each file is
+read on its own, so files go to a pool of worker processes (`index --workers N`, default every core) and their
+passages come back in the walk's order: the passages, and so the index, are the same whatever the number of
+workers. Workers are started with "spawn" (safe beside threads, and the same on every platform; a script that
+indexes with workers needs the usual `if __name__ == "__main__":` guard), which costs a few tenths of a second, so
+a small batch of files (under MIN_FILES, or MIN_BYTES in all) is read in this process. A reader registered by the
+user (`register_reader`) is sent to the workers too; one that cannot be pickled keeps the reading in this process.
+Workers ignore Ctrl-C: the parent stops them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import signal
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from offline_agent.retrieval.ingest import FileEntry, IngestOptions, read_outcome
+from offline_agent.retrieval.readers import READERS, register_reader
+
+MIN_FILES = 8
+MIN_BYTES = 2 << 20
+_BUILT_IN = "offline_agent.retrieval.readers."
+
+Outcome = tuple[FileEntry, Any]
+
+
+def read_in_processes(
+    tasks: Sequence[tuple[FileEntry, bool]], options: IngestOptions, workers: int
+) -> Iterator[Outcome] | None:
+    """(entry, read_outcome) for each (entry, chunk) task in order, read by up to `workers` processes; None where
+    that does not pay or cannot be done (the caller then reads in this process)."""
+    if workers < 2 or len(tasks) < MIN_FILES or sum(e.size for e, _ in tasks) < MIN_BYTES:
+        return None
+    users = [r for r in dict.fromkeys(READERS.values()) if not type(r).__module__.startswith(_BUILT_IN)]
+    try:
+        readers = pickle.dumps(users)
+    except Exception:  # noqa: BLE001 - a reader defined where a worker cannot import it
+        return None
+    return _read(tasks, options, min(workers, len(tasks)), readers)
+
+
+def _read(
+    tasks: Sequence[tuple[FileEntry, bool]], options: IngestOptions, workers: int, readers: bytes
+) -> Iterator[Outcome]:
+    per_call = max(1, min(16, len(tasks) // (workers * 16)))
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=_start_worker, initargs=(options, readers)) as pool:
+        outcomes = pool.imap(_read_in_worker, tasks, per_call)
+        yield from zip((entry for entry, _ in tasks), outcomes, strict=True)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(options: IngestOptions, readers: bytes) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER["options"] = options
+    for reader in pickle.loads(readers):
+        register_reader(reader, replace=True)
+
+
+def _read_in_worker(task: tuple[FileEntry, bool]) -> Any:
+    entry, chunk = task
+    return read_outcome(entry, _WORKER["options"], chunk)

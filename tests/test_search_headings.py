@@ -1,0 +1,79 @@
+"""What the search tool shows the model about where a passage sits: `[k] Title > Section: text` where the passage
+has a heading path beyond its document's title, and exactly what it showed before heading paths were kept where
+it has none (JSONL records, a Markdown file whose only heading is its title); checked on written-out Observations,
+on the sample corpus, and on the HotpotQA pool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import ROOT, need_shared_data
+
+from offline_agent.retrieval import open_corpus
+from offline_agent.retrieval.passages import heading_beyond_title
+from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool
+
+PAGES = ROOT / "tests" / "retrieval" / "html_pages"
+
+
+def observation(index, query: str, **settings) -> str:
+    return SearchTool(CorpusSession(index, SearchSettings(**settings), question=query))(query)
+
+
+def test_records_and_title_only_markdown_show_as_before(tmp_path: Path) -> None:
+    rows = [
+        {"id": "1", "title": "Kessa Harbour", "text": "Kessa Harbour is a fishing port. Its quay is 200 metres long."},
+        {"id": "2", "title": "Orla", "text": "Orla is an island reached by ferry from Kessa."},
+    ]
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ferry.md").write_text("# Orla Ferry\n\nThe Orla ferry leaves Kessa at nine.\n")
+    # Written out as the search showed them before heading paths existed: "[k] Title: text", nothing else.
+    assert observation(open_corpus(tmp_path / "pool.jsonl"), "Kessa quay ferry") == (
+        "[1] Orla: Orla is an island reached by ferry from Kessa.\n"
+        "[2] Kessa Harbour: Kessa Harbour is a fishing port. Its quay is 200 metres long."
+    )
+    assert observation(open_corpus(tmp_path / "docs"), "Orla ferry") == (
+        "[1] Orla Ferry: The Orla ferry leaves Kessa at nine."
+    )
+    assert observation(open_corpus(tmp_path / "docs"), "Orla ferry", snippet="sentences") == (
+        "[1] Orla Ferry: The Orla ferry leaves Kessa at nine."
+    )
+
+
+def test_a_manual_page_shows_the_section_path_after_its_title(tmp_path: Path) -> None:
+    (tmp_path / "tides.html").write_bytes((PAGES / "sphinx.html").read_bytes())
+    (tmp_path / "rope.html").write_bytes((PAGES / "docbook.html").read_bytes())
+    index = open_corpus(tmp_path)
+    assert observation(index, "spring tides full moon range", k=1) == (
+        "[1] Tide Tables > Reading a table > Spring tides: Spring tides Spring tides come two days after a full or "
+        "new moon. Their range reaches 4.2 metres."
+    )
+    # the page's own heading (the title) is not repeated; a section below it is
+    assert observation(index, "bollards berth", k=1).startswith("[1] 4.2. Mooring Lines: 4.2. Mooring Lines ")
+    assert observation(index, "frayed lines millimetres", k=1).startswith("[1] 4.2. Mooring Lines > 4.2.1. Rope: ")
+
+
+def test_the_sample_corpus_has_no_heading_beyond_its_titles() -> None:
+    index = open_corpus(ROOT / "corpora" / "sample" / "docs")
+    passages = [index.passage(int(i)) for i in index.ids()]
+    assert passages and all(not heading_beyond_title(p.heading, p.title) for p in passages)
+
+
+def test_the_hotpotqa_pool_shared_data_has_no_heading_paths() -> None:
+    index = open_corpus(need_shared_data("hotpotqa", "hotpot_pool5716_corpus.jsonl"))
+    passages = [index.passage(int(i)) for i in index.ids()]
+    assert len(passages) > 5000 and all(p.heading == () and p.line == 0 for p in passages)
+
+
+@pytest.mark.parametrize("links", [0, 2])
+def test_linked_documents_use_the_same_label(tmp_path: Path, links: int) -> None:
+    rows = [
+        {"id": "1", "title": "Kessa", "text": "Kessa is a port. The Orla ferry calls there."},
+        {"id": "2", "title": "Orla ferry", "text": "The Orla ferry is a small boat."},
+    ]
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    text = observation(open_corpus(tmp_path / "pool.jsonl"), "Kessa port", k=1, links=links)
+    assert text.splitlines()[0] == "[1] Kessa: Kessa is a port. The Orla ferry calls there."
