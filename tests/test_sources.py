@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from support import ROOT, plain_flags
 
-from offline_agent.agents import AgentConfig, default_config
+from offline_agent.agents import RunConfig, agent_settings
 from offline_agent.backends import ScriptedBackend
 from offline_agent.retrieval import open_corpus
 from offline_agent.runner import Session
@@ -21,9 +21,9 @@ from offline_agent.steps import Trajectory
 QUESTION = "Into which sea does the Vistula flow?"
 
 
-def run(index, *outputs: str, config: AgentConfig | None = None, question: str = QUESTION) -> Trajectory:
+def run(index, *outputs: str, config: RunConfig | None = None, question: str = QUESTION) -> Trajectory:
     session = Session(backend=ScriptedBackend(list(outputs)), index=index, corpus="tiny")
-    return session.ask(question, config or AgentConfig(max_steps=4))
+    return session.ask(question, config or RunConfig(max_steps=4))
 
 
 def test_the_source_is_the_passage_whose_shown_text_holds_the_answer(tiny_index, tiny_corpus: Path) -> None:
@@ -139,11 +139,11 @@ def test_ask_prints_the_sources_under_the_answer(tiny_corpus: Path, monkeypatch:
 
 def test_the_mcp_ask_tool_and_eval_rows_carry_the_sources(tiny_corpus: Path, tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -e '.[test]'")
-    from offline_agent.mcp_server import AgentSettings, IndexSet, OfflineAgentTools
+    from offline_agent.mcp_server import IndexSet, OfflineAgentTools, ServerSettings
 
     backend = ScriptedBackend(["Thought: a\nAction: search[Vistula sea]", "Thought: b\nFinal: the Baltic Sea"])
     tools = OfflineAgentTools(
-        IndexSet([str(tiny_corpus)]), AgentSettings(config=AgentConfig(max_steps=3)), backend=backend
+        IndexSet([str(tiny_corpus)]), ServerSettings(settings=agent_settings("react", max_steps=3)), backend=backend
     )
     result = tools.ask(QUESTION)
     assert (
@@ -173,8 +173,9 @@ def test_a_grounded_answer_of_the_real_model_rests_on_passages_it_was_shown(smal
     questions = [json.loads(line)["question"] for line in (ROOT / "corpora" / "sample" / "questions.jsonl").open()]
     answered = 0
     for question in questions[:3]:
-        session = Session(backend=small_backend, index=index, corpus="sample")
-        trajectory = attach_sources(session.ask(question, default_config(max_steps=4, seed=0)), index)
+        settings = agent_settings("react", max_steps=4, seed=0)  # the answer profile's options, on react
+        session = Session.from_settings(settings, backend=small_backend, index=index, corpus="sample")
+        trajectory = attach_sources(session.ask(question, settings.config), index)
         if trajectory.stop_reason != "final" or trajectory.answer.strip().lower() in ("yes", "no"):
             continue
         answered += 1
