@@ -48,3 +48,20 @@ def namespace_probe(*flags: str, command: tuple[str, ...] = ("true",)) -> str | 
     if probe.returncode != 0:
         return f"`unshare {' '.join(flags)}` is not permitted here: {probe.stderr.strip() or probe.returncode}"
     return None
+
+
+def cli_bounded(*args: str, timeout: float, **kwargs) -> subprocess.CompletedProcess[str] | None:
+    """`cli` with a bound on its time: None when the run did not end within `timeout` seconds (a hang)."""
+    try:
+        return cli(*args, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def outcome_of(result: subprocess.CompletedProcess[str] | None, ok: bool) -> str:
+    """The ledger's outcome of a CLI run judged `ok` or not: handled, hang (no result), traceback or failed."""
+    if ok and result is not None:
+        return "handled"
+    if result is None:
+        return "hang"
+    return "traceback" if "Traceback" in result.stderr else "failed"
