@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from offline_agent import incoming
 from offline_agent.agents import AgentCallbacks
 from offline_agent.agents.scope import read_scope
 from offline_agent.cli.options import (
@@ -29,6 +30,7 @@ from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import check_writable_file, describe_write_error
 from offline_agent.runner import corpus_scope
 from offline_agent.steps import Action, StepRecord, Trajectory
+from offline_agent.terminal import shown
 
 if TYPE_CHECKING:
     from offline_agent.runner import Session
@@ -49,6 +51,7 @@ class LiveView:
         self._observation_shown = False  # this step's Observation was printed when its tool ended
 
     def _write(self, text: str, **style: Any) -> None:
+        text = shown(text)  # document text (and what the model copies of it) never drives the terminal
         if not text:
             return
         click.echo(click.style(text, **style) if self.color and style else text, file=self.stream, nl=False)
@@ -214,8 +217,9 @@ def ask(
     the --trace file could not be written, 5 the question is outside the corpus's scope (--scope; the refusal is
     printed as the answer).
     """
+    question = incoming.clean(question, "the question")
     if not question.strip():
-        raise ConfigError("the question is empty")
+        raise click.BadParameter("the question is empty", param_hint="QUESTION")
     if trace is not None:
         check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
     backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
@@ -246,7 +250,7 @@ def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, cap
     if as_json:
         click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
     elif trajectory.answer is not None:
-        click.echo(trajectory.answer)
+        click.echo(shown(trajectory.answer, one_line=True))
     if not quiet:
         click.echo("\n" + stop_line(trajectory, capabilities), err=True)
     if trajectory.stop_reason == "out_of_scope":
@@ -270,7 +274,7 @@ def stop_line(trajectory: Trajectory, capabilities: Any = None) -> str:
 def no_answer_line(trajectory: Trajectory) -> str:
     """What a run that stopped without an answer tells the user."""
     reason = f": {trajectory.error}" if trajectory.error else ""
-    return f"no answer (stop reason {trajectory.stop_reason}{reason})"
+    return shown(f"no answer (stop reason {trajectory.stop_reason}{reason})", one_line=True)
 
 
 COMMANDS = [ask]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offline_agent import incoming
 from offline_agent.retrieval.passages import Passage
 from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
 from offline_agent.retrieval.sentences import chunk_spans
@@ -65,7 +66,7 @@ class FileEntry:
 
     @property
     def source(self) -> str:
-        return str(self.path)
+        return incoming.file_name(self.path)
 
 
 @dataclass
@@ -108,10 +109,10 @@ def walk(paths: Sequence[str | Path]) -> tuple[list[FileEntry], list[tuple[str, 
 
         def doc_id_for(path: Path, root: Path = root, label: str = label) -> str:
             rel = path.name if path == root else path.relative_to(root).as_posix()
-            return f"{label}/{rel}" if label else rel
+            return incoming.file_name(f"{label}/{rel}" if label else rel, note=False)
 
         _walk_one(root, root, doc_id_for, entries, skipped, seen_dirs, seen_files, explicit=True)
-    return entries, skipped
+    return entries, [(incoming.file_name(path), why) for path, why in skipped]
 
 
 def _walk_one(
@@ -190,10 +191,11 @@ def read_entry(entry: FileEntry, options: IngestOptions) -> tuple[list[Passage],
     del data
     passages: list[Passage] = []
     for doc in docs:
+        title = incoming.file_name(doc.title, note=False)  # a title taken from the file's name may hold its odd bytes
         body = doc.text[doc.body_start :]
         for start, end in chunk_spans(body, options.chunk_size, options.chunk_overlap):
             s, e = start + doc.body_start, end + doc.body_start
-            passages.append(Passage(len(passages), doc.doc_id, doc.title, doc.text[s:e], entry.source, s, e))
+            passages.append(Passage(len(passages), doc.doc_id, title, doc.text[s:e], entry.source, s, e))
     if not passages:
         raise SkipFile("no text" if not notes else f"no usable records ({notes[0]})")
     return passages, fingerprint, notes
