@@ -164,10 +164,15 @@ def build(
     from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, index_path
     from offline_agent.retrieval.catalog import build_from_paths, update_from_paths
     from offline_agent.retrieval.encode import auto_workers
-    from offline_agent.retrieval.storage import is_index_dir
+    from offline_agent.retrieval.storage import is_index_dir, writer_lock
 
     workers = workers or auto_workers()
     target = index_path(name)
+    if is_index_dir(target):  # one writer at a time, from reading the index to saving it: no update is lost
+        lock = writer_lock(
+            target, on_wait=lambda who: click.echo(f"waiting for {who} to finish writing {name}", err=True)
+        )
+        click.get_current_context().with_resource(lock)
     size_given = chunk_size is not None or chunk_overlap is not None
     fields_given = any(f is not None for f in (text_field, title_field, id_field))
     options = IngestOptions(

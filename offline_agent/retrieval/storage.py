@@ -4,7 +4,8 @@
 NAME/
   manifest.json        format name and version, the current generation, and size + sha256 of each of its files
   g000002/             one generation: meta.json, files.json and one .npy per array
-  .lock                held (flock) by a writer while it updates
+  .lock                held (flock) by a writer while it updates (`writer_lock`: an update holds it from load to
+                       save), with the writer's pid inside
 ```
 A writer builds a new generation folder beside the current one, flushes it, then replaces manifest.json in one
 `os.replace`: a crash or kill at any point leaves the previous manifest and generation intact. Readers read
@@ -27,8 +28,9 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,9 @@ _MMAP_MIN_BYTES = 1 << 16  # smaller arrays are read into memory: mmap has a cos
 # file's sha256 checked on load, about 45 ms at the most on a busy 2-core machine, so that no damaged byte goes
 # unseen; larger ones get the structural checks only (checks.py), and `index info --verify` for the full check.
 VERIFY_ON_LOAD_MAX_BYTES = 16 << 20
+# How long a writer waits for another one to finish before it gives up (an update of a large index takes minutes).
+LOCK_WAIT_S = 600.0
+_held: set[tuple[Path, int]] = set()  # (index folder, thread) pairs holding the writer lock in this process
 _GENERATION_RE = re.compile(r"g\d{6,}")
 _FILE_RE = re.compile(r"[a-z0-9_]+\.(?:npy|json)")
 
@@ -74,7 +79,7 @@ def write_index(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any],
 
 def _write_next(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any], extra: dict[str, Any]) -> None:
     """Write a new generation beside the current one and switch the manifest to it; on failure remove it."""
-    with _writer_lock(path):
+    with writer_lock(path):
         old = read_manifest(path)
         number = int(str(old.get("generation", "g0"))[1:] or 0) + 1
         generation = f"g{number:06d}"
@@ -202,18 +207,62 @@ def _remove_old_generations(path: Path, keep: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _writer_lock(path: Path) -> Iterator[None]:
+def writer_lock(
+    path: Path, *, wait_s: float = LOCK_WAIT_S, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Hold the index's writer lock (flock on `.lock`) for the block: one writer at a time.
+
+    `index --update` holds it from loading the index to saving it, so that a second update waits and then starts
+    from the first one's result instead of overwriting it. When another process holds it, `on_wait` is told once
+    (with its pid where known) and the lock is tried again until `wait_s` have passed; then RetrievalError. The
+    kernel drops the lock of a process that dies, so a killed writer never blocks the next one. A block nested in
+    one that holds the lock already (in this thread) just runs.
+    """
+    key = (Path(path).resolve(), threading.get_ident())
+    if key in _held:
+        yield
+        return
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: one writer at a time is then the user's job
         yield
         return
-    with open(path / ".lock", "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    with open(Path(path) / ".lock", "a+") as fh:
+        _acquire(fh, fcntl, Path(path), wait_s, on_wait)
+        with contextlib.suppress(OSError):  # who holds it, for a waiter's message (a full disk only loses that)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+        _held.add(key)
         try:
             yield
         finally:
+            _held.discard(key)
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _acquire(fh: Any, fcntl: Any, path: Path, wait_s: float, on_wait: Callable[[str], None] | None) -> None:
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        fh.seek(0)
+        holder = fh.read().strip()
+        who = f"process {holder}" if holder.isdigit() else "another process"
+        if time.monotonic() >= deadline:
+            raise RetrievalError(
+                f"the index {path} is still being written by {who} after {wait_s:.0f} s of waiting; try again "
+                "when it has finished"
+            )
+        if not told and on_wait is not None:
+            on_wait(who)
+            told = True
+        time.sleep(0.1)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
