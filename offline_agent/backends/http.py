@@ -36,6 +36,7 @@ from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, Tok
 from offline_agent.backends.http_dialects import DIALECTS, Dialect, ServerReply
 from offline_agent.backends.registry import BackendOptions
 from offline_agent.errors import ConfigError, ContextOverflowError, GrammarError, ModelError
+from offline_agent.prompts import Prompt
 from offline_agent.steps import Completion, Timings, Usage
 
 SERVER_KINDS = ("llama-server", "llama-cpp-python", "vllm", "sglang")
@@ -151,6 +152,8 @@ class HttpBackend:
     ) -> Completion:
         """One completion; streamed when `on_token` or `deadline` is given (finish reason "interrupted" when the
         deadline passes: the connection is closed and the server stops)."""
+        if isinstance(prompt, Prompt):  # the server reads special tokens anywhere: a document's must stay text
+            prompt = prompt.neutralized(also=(self.bos_token, self.eos_token))
         if self._exact_counts:
             prompt_tokens = self.count_tokens(prompt)
             if prompt_tokens + max_tokens > self.context_size:
