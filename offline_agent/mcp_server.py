@@ -184,8 +184,12 @@ class OfflineAgentTools:
             from offline_agent.runner import load_backend
 
             print(f"offline-agent mcp: loading the model ({self.settings.model or 'default'})", file=sys.stderr)
+            from offline_agent.backends.registry import setup_time_limit
+
             choice = self.settings.backend
-            self._backend = choice.build() if choice is not None else load_backend(None, self.settings.model)
+            limit = getattr(self.settings.config, "max_seconds", None)
+            with setup_time_limit(limit):  # a model server must answer within --max-seconds
+                self._backend = choice.build() if choice is not None else load_backend(None, self.settings.model)
         return self._backend
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +16,7 @@ import click
 from offline_agent import incoming
 from offline_agent.agents import AgentCallbacks
 from offline_agent.agents.scope import read_scope
+from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.options import (
     BackendChoice,
     action_graph_option,
@@ -155,7 +158,8 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
 @click.command("ask")
 @model_options(
     max_steps_help="Most model turns; the last one may only answer (see --early-stopping).",
-    max_seconds_help="Stop after this many seconds (stop reason timeout).",
+    max_seconds_help="Stop after this many seconds from the start, loading the model or reaching its server included "
+    "(stop reason timeout).",
 )
 @click.argument("question")
 @session_options()
@@ -217,9 +221,11 @@ def ask(
     the --trace file could not be written, 5 the question is outside the corpus's scope (--scope; the refusal is
     printed as the answer).
     """
+    started = time.monotonic()
     question = incoming.clean(question, "the question")
     if not question.strip():
         raise click.BadParameter("the question is empty", param_hint="QUESTION")
+    ctx.with_resource(setup_time_limit(max_seconds))  # --max-seconds bounds the model's set-up too
     if trace is not None:
         check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
     backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
@@ -230,6 +236,8 @@ def ask(
 
     check_action_graph(agent_class(agent), action_graph)  # before the model loads
     session = open_session(corpus, backend, agent=agent, quiet=quiet)
+    if max_seconds is not None:  # the run has what the set-up left of the time
+        config = dataclasses.replace(config, max_seconds=max(max_seconds - (time.monotonic() - started), 0.01))
     callbacks = None if quiet else LiveView().callbacks()
     trajectory = session.ask(question, config, callbacks)
     status = 0

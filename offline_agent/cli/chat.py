@@ -21,6 +21,7 @@ import click
 from offline_agent import incoming
 from offline_agent.agents import AgentConfig
 from offline_agent.agents.scope import read_scope
+from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.ask import (
     EXIT_TRACE_FAILED,
     LiveView,
@@ -254,6 +255,7 @@ def chat(
     from offline_agent.agents.knowagent import check_action_graph
 
     backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
+    ctx.with_resource(setup_time_limit(max_seconds))  # a model server must answer within --max-seconds
     check_action_graph(agent_class(agent), action_graph)  # before the model loads
     if trace is not None:
         check_writable_file(trace, "trace file")

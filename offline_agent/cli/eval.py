@@ -16,6 +16,7 @@ import click
 
 from offline_agent.agents import AGENTS, DEFAULT_AGENT
 from offline_agent.agents.scope import read_scope
+from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.options import (
     action_graph_option,
     backend_choice,
@@ -269,6 +270,7 @@ def eval_command(
     from offline_agent.eval.runner import EvalCallbacks, EvalOptions, prepare_evaluation
 
     backend = backend_choice(ctx, {**backend_params, "model": model, "context_size": context_size, "seed": seed})
+    ctx.with_resource(setup_time_limit(max_seconds))  # a model server must answer within --max-seconds
 
     def status(message: str) -> None:
         if not quiet:
