@@ -45,7 +45,8 @@ MANIFEST = "manifest.json"
 _MMAP_MIN_BYTES = 1 << 16  # smaller arrays are read into memory: mmap has a cost and cannot map empty data
 # Indexes up to this size (several thousand passages: the sample corpus takes 1.6 KB a passage) have every
 # file's sha256 checked on load, about 45 ms at the most on a busy 2-core machine, so that no damaged byte goes
-# unseen; larger ones get the structural checks only (checks.py), and `index info --verify` for the full check.
+# unseen; larger ones get the structural checks (checks.py) on load, and each group of arrays its sha256 check the
+# first time it is used (PendingChecks). `index info --verify` checks everything at once.
 VERIFY_ON_LOAD_MAX_BYTES = 16 << 20
 # How long a writer waits for another one to finish before it gives up (an update of a large index takes minutes).
 LOCK_WAIT_S = 600.0
@@ -311,13 +312,14 @@ def read_index(
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Load (arrays, meta, extra, manifest) of the index at `path`.
 
-    `verify` True checks every file's sha256, False none, None only when the index is small enough for that
-    to cost little (VERIFY_ON_LOAD_MAX_BYTES).
+    `verify` True checks every file's sha256, False none, None every file when the index is small enough for that
+    to cost little (VERIFY_ON_LOAD_MAX_BYTES), else its JSON files now and its arrays later (`PendingChecks`).
     """
     path = Path(path)
     for attempt in range(5):
         manifest = read_manifest(path)
         check = verify if verify is not None else _total_size(manifest) <= VERIFY_ON_LOAD_MAX_BYTES
+        check = check if verify is not None or check else "json"
         try:
             return (*_read_generation(path, manifest, mmap=mmap, verify=check), manifest)
         except FileNotFoundError as exc:
@@ -332,8 +334,48 @@ def _total_size(manifest: dict[str, Any]) -> int:
     return sum(max(0, info["size"]) for info in manifest["files"].values())
 
 
+def lazy_checks(path: Path, manifest: dict[str, Any], verify: bool | None) -> PendingChecks | None:
+    """The checks a load left for later: every array's sha256, when `verify` is None and the index is larger than
+    VERIFY_ON_LOAD_MAX_BYTES (read_index then checked its JSON files only); None when there are none."""
+    if verify is not None or _total_size(manifest) <= VERIFY_ON_LOAD_MAX_BYTES:
+        return None
+    return PendingChecks(Path(path) / manifest["generation"], manifest)
+
+
+class PendingChecks:
+    """The sha256 checks of a large index's arrays, each group's run the first time the group is used: the passage
+    table (text, titles, sources, offsets) before the first passage is read, the postings before the first search,
+    all of them before an update. A large index still opens in milliseconds, and no altered byte is read unseen."""
+
+    PASSAGES = ("text_", "doc_", "p_", "live")
+
+    def __init__(self, gen_dir: Path, manifest: dict[str, Any]) -> None:
+        self.gen_dir = gen_dir
+        names = [name for name in manifest["files"] if name.endswith(".npy")]
+        passages = [name for name in names if name.startswith(self.PASSAGES)]
+        self._groups = {"passages": passages, "postings": [name for name in names if name not in passages]}
+        self._sha256 = {name: manifest["files"][name].get("sha256") for name in names}
+        self._lock = threading.Lock()
+
+    def check(self, group: str) -> None:
+        """Check the files of `group` ("passages", "postings" or "all") unless done; RetrievalError on a mismatch."""
+        with self._lock:
+            for name in [n for g in self._groups if group in (g, "all") for n in self._groups[g]]:
+                if _sha256(self.gen_dir / name) != self._sha256[name]:
+                    raise RetrievalError(
+                        f"corrupt index file {self.gen_dir / name}: checksum mismatch; rebuild the index"
+                    )
+            for g in list(self._groups):
+                if group in (g, "all"):
+                    self._groups[g] = []
+
+    @property
+    def done(self) -> bool:
+        return not any(self._groups.values())
+
+
 def _read_generation(
-    path: Path, manifest: dict[str, Any], *, mmap: bool, verify: bool
+    path: Path, manifest: dict[str, Any], *, mmap: bool, verify: bool | str
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
     gen_dir = path / manifest["generation"]
     arrays: dict[str, np.ndarray] = {}
@@ -344,7 +386,8 @@ def _read_generation(
         size = target.stat().st_size  # FileNotFoundError: handled by the caller
         if size != info.get("size"):
             raise RetrievalError(f"truncated or altered index file {target}: {size} bytes, expected {info.get('size')}")
-        if verify and _sha256(target) != info.get("sha256"):
+        checked = verify is True or (verify == "json" and name.endswith(".json"))
+        if checked and _sha256(target) != info.get("sha256"):
             raise RetrievalError(f"corrupt index file {target}: checksum mismatch; rebuild the index")
         if name.endswith(".json"):
             data = _read_json(target)
