@@ -10,6 +10,9 @@ surrogate (`"\\ud800"`), which `json.loads` returns as it is. Either crashes lat
 - a file name: its undecodable bytes are written `\\xNN` (as `ls -b` shows them), so that two names that differ
   only there stay two documents and `index --update` finds each again; `file_name`.
 
+Files a user names (a dataset, a scope file, an action graph, step files) are read only when they are regular files
+(`not_a_file`): reading a FIFO waits for a writer that may never come.
+
 Each replacement is counted by where it happened, and the CLI prints the counts once, at the end of the command
 (`report`): "note: 2 invalid characters replaced in the question". Valid text passes through unchanged and
 uncounted; checking it costs one regex search.
@@ -17,7 +20,9 @@ uncounted; checking it costs one regex search.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -66,6 +71,25 @@ def file_name(path: str | PurePath, *, note: bool = True) -> str:
     return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace")
 
 
+def not_a_file(path: str | PurePath) -> str | None:
+    """What `path` is when it exists but is not a regular file ("a FIFO (named pipe)", "a device", "a socket",
+    "a folder"), else None (a regular file, or nothing there: the reader says "not found" itself). Reading a FIFO
+    or a terminal device waits for a writer that may never come: files a user names are checked first."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
 def needs_json_cleaning(text: str | bytes) -> bool:
     """Whether JSON `text` may decode to a lone surrogate (it spells a surrogate escape); cheap."""
     if isinstance(text, bytes):
@@ -112,4 +136,14 @@ def report(write: Callable[[str], None]) -> None:
         write(f"note: {names} file name{'s' if names != 1 else ''} not valid UTF-8: shown with \\xNN for those bytes")
 
 
-__all__ = ["REPLACEMENT", "clean", "clean_json", "decode", "file_name", "needs_json_cleaning", "replaced", "report"]
+__all__ = [
+    "REPLACEMENT",
+    "clean",
+    "clean_json",
+    "decode",
+    "file_name",
+    "needs_json_cleaning",
+    "not_a_file",
+    "replaced",
+    "report",
+]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -30,7 +28,7 @@ from offline_agent.cli.options import (
     session_options,
 )
 from offline_agent.errors import ConfigError, OfflineAgentError
-from offline_agent.outputs import check_writable_file, describe_write_error
+from offline_agent.outputs import append_line, check_writable_file, describe_write_error
 from offline_agent.runner import corpus_scope
 from offline_agent.steps import Action, StepRecord, Trajectory
 from offline_agent.terminal import shown
@@ -125,20 +123,11 @@ def model_line(backend: Any) -> str:
 
 
 def append_trace(path: Path, trajectory: Trajectory) -> None:
-    """Append one whole JSON line and fsync it; on failure the file is cut back, so it never holds half a record."""
+    """Append one whole JSON line and fsync (outputs.append_line: never half a record, never after a torn one)."""
     line = (trajectory.to_json() + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab") as handle:
-            before = handle.tell()
-            try:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
-            except OSError:
-                with contextlib.suppress(OSError):
-                    handle.truncate(before)
-                raise
+        append_line(path, line)
     except OSError as exc:
         raise ConfigError(f"cannot write the trace file {path}: {describe_write_error(path, exc)}") from None
 

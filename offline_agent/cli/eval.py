@@ -369,6 +369,11 @@ def report(runs: tuple[Path, ...], out: Path | None, html_path: Path | None, no_
 
         require_matplotlib()
     loaded = unique_names([load_run(path) for path in runs])
+    for run in loaded:
+        if run.duplicate_lines:
+            click.echo(
+                f"note: {run.path}: {run.duplicate_lines} duplicated result lines, each question counted once", err=True
+            )
     if out is None and html_path is None:
         out = Path("report")
     if out is not None:

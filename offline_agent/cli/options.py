@@ -43,6 +43,13 @@ def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float | N
     return value
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """FloatRange lets nan through (every comparison is false): a usage error, like any other bad value."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number")
+    return value
+
+
 def agent_config(params: Mapping[str, Any], **overrides: Any) -> AgentConfig:
     """The AgentConfig of a command's options: every option named after a field of AgentConfig, `--no-grammar`
     as grammar, then `overrides` (values the command resolved itself, such as the scope)."""
@@ -100,6 +107,7 @@ def model_options(*, max_steps_help: str, max_seconds_help: str) -> Decorator:
             type=click.FloatRange(0.0, 5.0),
             default=0.0,
             show_default=True,
+            callback=_finite,
             help="Sampling temperature; 0 is greedy.",
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (recorded with the run)."),
@@ -412,6 +420,7 @@ def backend_options() -> Decorator:
                 "--server-timeout",
                 type=click.FloatRange(min=1.0),
                 default=None,
+                callback=_finite_seconds,
                 metavar="SECONDS",
                 help="http: seconds to wait for the server's answer to one request [default: 120].",
             ),
