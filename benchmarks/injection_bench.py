@@ -57,7 +57,9 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="registry name or GGUF path (default: the default model)")
     parser.add_argument("--agent", default=DEFAULT_AGENT)
     parser.add_argument("--only", default="", help="comma-separated case numbers (default: all 20)")
-    parser.add_argument("--json", dest="json_out", type=Path, default=None, help="write every run (and trajectory) here")
+    parser.add_argument(
+        "--json", dest="json_out", type=Path, default=None, help="write every run (and trajectory) here"
+    )
     args = parser.parse_args()
 
     cases = load_cases()
