@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from harness import cli, cli_bounded, namespace_probe, outcome_of
-from support import ROOT, cli_env
+from harness import cli, cli_bounded, on_small_disk, outcome_of
+from support import ROOT
 from test_hostile_text import _mcp_exchange
 
 from offline_agent.errors import ToolError
@@ -80,14 +78,7 @@ print(json.dumps(out))
 
 
 def test_a_full_disk_never_tears_a_trace_line(tmp_path: Path, ledger) -> None:
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    reason = namespace_probe("-rm", command=("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)))
-    if reason:
-        pytest.skip(f"no tmpfs for a full disk: {reason}")
-    script = 'mount -t tmpfs -o size=64k tmpfs "$1" && shift && exec "$@"'
-    command = ["unshare", "-rm", "sh", "-c", script, "sh", str(disk), sys.executable, "-c", _FULL, str(disk)]
-    result = subprocess.run(command, capture_output=True, text=True, env=cli_env(), cwd=ROOT, timeout=300)
+    result = on_small_disk(tmp_path, "64k", _FULL, timeout=300)
     out = json.loads(result.stdout.strip().splitlines()[-1]) if result.returncode == 0 else {}
     ok = "No space left on device" in str(out.get("full")) and out.get("questions") == ["first", "after"]
     ledger.record("lost answer (--trace)", "handled" if ok else "traceback" if "Traceback" in result.stderr else "lost")
