@@ -6,7 +6,7 @@ Builds (once, cached under .bench/) a synthetic index of N passages, then times 
   that reads every posting (min and max of the passage ids);
 - sha256: hashing every file (what loads of indexes up to VERIFY_ON_LOAD_MAX_BYTES add, and `index info --verify`);
 - the first search and the first passage read of an index loaded as the CLI loads it, with its checks left for
-  first use (a larger index: storage.PendingChecks hashes the postings before the first search and the passage
+  first use (a larger index: checksums.PendingChecks hashes the postings before the first search and the passage
   table before the first passage is read), beside the same with `verify=False` (no checks) and a second search.
 Each figure is the median of --repeat runs with a warm page cache; nothing is asserted.
 

@@ -21,6 +21,7 @@ from offline_agent.errors import RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.checks import check_index_arrays
+from offline_agent.retrieval.checksums import PendingChecks, lazy_checks
 from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
 from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn
 from offline_agent.retrieval.postings import Postings, Searcher, TermIds, Triples, build_postings, unique_sorted
@@ -53,10 +54,10 @@ class BM25Index:
         self._term_ids = TermIds(postings)
         self._doc_rows: dict[str, list[int]] | None = None
         self._doc_order: np.ndarray | None = None
-        self._pending: storage.PendingChecks | None = None  # a large loaded index's checks, run on first use
+        self._pending: PendingChecks | None = None  # a large loaded index's checks, run on first use
 
     def _check(self, group: str) -> None:
-        """Run the pending sha256 checks of `group` of arrays (storage.PendingChecks) before they are first used."""
+        """Run the pending sha256 checks of `group` of arrays (checksums.PendingChecks) before they are first used."""
         if self._pending is not None:
             self._pending.check(group)
             if self._pending.done:
@@ -476,7 +477,7 @@ class BM25Index:
 
         Structural checks always run (retrieval/checks.py); `verify` True checks every file's sha256, False
         none, None (the default) all for indexes up to storage.VERIFY_ON_LOAD_MAX_BYTES, and for a larger one each
-        group of arrays the first time it is used (storage.PendingChecks).
+        group of arrays the first time it is used (checksums.PendingChecks).
         """
         path = Path(path)
         arrays, meta, extra, manifest = storage.read_index(path, mmap=mmap, verify=verify)
@@ -518,7 +519,7 @@ class BM25Index:
             where = path / manifest["generation"] / "meta.json"
             raise RetrievalError(f"corrupt index file {where}: missing or bad entry {exc}") from None
         index = cls(analyzer=analyzer, params=params, postings=postings, table=table, extra=extra)
-        index._pending = storage.lazy_checks(path, manifest, verify)
+        index._pending = lazy_checks(path, manifest, verify)
         return index
 
 

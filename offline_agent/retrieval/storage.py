@@ -22,7 +22,6 @@ written by a newer format version.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -38,6 +37,7 @@ import numpy as np
 
 from offline_agent import jsonio
 from offline_agent.errors import RetrievalError
+from offline_agent.retrieval.checksums import file_sha256
 
 FORMAT_NAME = "offline-agent-bm25"
 FORMAT_VERSION = 1
@@ -46,7 +46,7 @@ _MMAP_MIN_BYTES = 1 << 16  # smaller arrays are read into memory: mmap has a cos
 # Indexes up to this size (several thousand passages: the sample corpus takes 1.6 KB a passage) have every
 # file's sha256 checked on load, about 45 ms at the most on a busy 2-core machine, so that no damaged byte goes
 # unseen; larger ones get the structural checks (checks.py) on load, and each group of arrays its sha256 check the
-# first time it is used (PendingChecks). `index info --verify` checks everything at once.
+# first time it is used (checksums.PendingChecks). `index info --verify` checks everything at once.
 VERIFY_ON_LOAD_MAX_BYTES = 16 << 20
 # How long a writer waits for another one to finish before it gives up (an update of a large index takes minutes).
 LOCK_WAIT_S = 600.0
@@ -165,15 +165,7 @@ def _write_generation(
 
 
 def _describe(path: Path) -> dict[str, Any]:
-    return {"size": path.stat().st_size, "sha256": _sha256(path)}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def _write_json_atomic(target: Path, data: Any) -> None:
@@ -313,7 +305,8 @@ def read_index(
     """Load (arrays, meta, extra, manifest) of the index at `path`.
 
     `verify` True checks every file's sha256, False none, None every file when the index is small enough for that
-    to cost little (VERIFY_ON_LOAD_MAX_BYTES), else its JSON files now and its arrays later (`PendingChecks`).
+    to cost little (VERIFY_ON_LOAD_MAX_BYTES), else its JSON files now and its arrays later
+    (checksums.PendingChecks).
     """
     path = Path(path)
     for attempt in range(5):
@@ -334,46 +327,6 @@ def _total_size(manifest: dict[str, Any]) -> int:
     return sum(max(0, info["size"]) for info in manifest["files"].values())
 
 
-def lazy_checks(path: Path, manifest: dict[str, Any], verify: bool | None) -> PendingChecks | None:
-    """The checks a load left for later: every array's sha256, when `verify` is None and the index is larger than
-    VERIFY_ON_LOAD_MAX_BYTES (read_index then checked its JSON files only); None when there are none."""
-    if verify is not None or _total_size(manifest) <= VERIFY_ON_LOAD_MAX_BYTES:
-        return None
-    return PendingChecks(Path(path) / manifest["generation"], manifest)
-
-
-class PendingChecks:
-    """The sha256 checks of a large index's arrays, each group's run the first time the group is used: the passage
-    table (text, titles, sources, offsets) before the first passage is read, the postings before the first search,
-    all of them before an update. A large index still opens in milliseconds, and no altered byte is read unseen."""
-
-    PASSAGES = ("text_", "doc_", "p_", "live")
-
-    def __init__(self, gen_dir: Path, manifest: dict[str, Any]) -> None:
-        self.gen_dir = gen_dir
-        names = [name for name in manifest["files"] if name.endswith(".npy")]
-        passages = [name for name in names if name.startswith(self.PASSAGES)]
-        self._groups = {"passages": passages, "postings": [name for name in names if name not in passages]}
-        self._sha256 = {name: manifest["files"][name].get("sha256") for name in names}
-        self._lock = threading.Lock()
-
-    def check(self, group: str) -> None:
-        """Check the files of `group` ("passages", "postings" or "all") unless done; RetrievalError on a mismatch."""
-        with self._lock:
-            for name in [n for g in self._groups if group in (g, "all") for n in self._groups[g]]:
-                if _sha256(self.gen_dir / name) != self._sha256[name]:
-                    raise RetrievalError(
-                        f"corrupt index file {self.gen_dir / name}: checksum mismatch; rebuild the index"
-                    )
-            for g in list(self._groups):
-                if group in (g, "all"):
-                    self._groups[g] = []
-
-    @property
-    def done(self) -> bool:
-        return not any(self._groups.values())
-
-
 def _read_generation(
     path: Path, manifest: dict[str, Any], *, mmap: bool, verify: bool | str
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
@@ -387,7 +340,7 @@ def _read_generation(
         if size != info.get("size"):
             raise RetrievalError(f"truncated or altered index file {target}: {size} bytes, expected {info.get('size')}")
         checked = verify is True or (verify == "json" and name.endswith(".json"))
-        if checked and _sha256(target) != info.get("sha256"):
+        if checked and file_sha256(target) != info.get("sha256"):
             raise RetrievalError(f"corrupt index file {target}: checksum mismatch; rebuild the index")
         if name.endswith(".json"):
             data = _read_json(target)
