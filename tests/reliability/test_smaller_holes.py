@@ -169,7 +169,9 @@ def test_mcp_answers_malformed_lines_with_json_rpc_errors(tmp_path: Path, tiny_c
     answered_last = any(reply.get("id") == 99 and "result" in reply for reply in replies)
     for number in range(len(lines)):
         ok = number < len(codes) and codes == expected and answered_last
-        ledger.record("MCP messages (malformed lines)", "handled" if ok else "traceback" if "Traceback" in err else "failed")
+        ledger.record(
+            "MCP messages (malformed lines)", "handled" if ok else "traceback" if "Traceback" in err else "failed"
+        )
     assert codes == expected and answered_last, (replies, err[-1000:])
 
 
