@@ -50,6 +50,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from offline_agent.grammar import quoted
 from offline_agent.retrieval.sentences import split_sentences
 
 # A word: letters or digits, joined across ' ’ - . inside it; anything else that is not a space is a token alone.
@@ -447,7 +448,8 @@ class OptionsGrounding(Grounding):
 
 
 def _literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A span as a grammar literal: read text may hold any character (an ANSI-coloured log holds ESC and BEL)."""
+    return quoted(text)
 
 
 @dataclass

@@ -8,6 +8,9 @@ message is one short line, and `loads_members` reads a top-level array or object
 one member that cannot be read (too deep, a number too long) is an error in its place and the others are kept:
 what a corpus file needs to skip one bad record instead of the whole file.
 
+A lone surrogate in a string (`"\\ud800"`, which json returns as it is and nothing can write back out) becomes
+U+FFFD, counted, as incoming.py does for all text that comes in.
+
 Callers add the file name (and map the error to their own: RetrievalError, DatasetError, a skipped record).
 """
 
@@ -19,6 +22,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from offline_agent import incoming
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # Strings (with escapes) and the characters that open, close or separate members: enough to find where a
@@ -49,14 +54,16 @@ class JSONReadError(ValueError):
 
 
 def loads(text: str | bytes) -> Any:
-    """`json.loads`, raising only JSONReadError (with a one-line reason) on bad input."""
+    """`json.loads`, raising only JSONReadError (with a one-line reason) on bad input; a lone surrogate in a
+    string becomes U+FFFD (incoming.py's policy)."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except Exception as exc:
         converted = _converted(exc)
         if converted is None:
             raise
         raise converted from None
+    return incoming.clean_json(value) if incoming.needs_json_cleaning(text) else value
 
 
 def read_file(path: str | Path) -> Any:
@@ -125,12 +132,15 @@ def _count() -> Iterator[int]:
 
 def _decode(text: str, pos: int) -> tuple[Any, int]:
     try:
-        return _DECODER.raw_decode(text, pos)
+        value, end = _DECODER.raw_decode(text, pos)
     except Exception as exc:
         converted = _converted(exc, text, pos)
         if converted is None:
             raise
         raise converted from None
+    if incoming.needs_json_cleaning(text[pos:end]):
+        value = incoming.clean_json(value)
+    return value, end
 
 
 def _converted(exc: BaseException, text: str | bytes = "", pos: int = 0) -> JSONReadError | None:

@@ -14,11 +14,14 @@ runs at a time (llama.cpp holds one context). Indexes open on first use and stay
 (an unknown index, an empty query) come back as tool errors with one line, and the server goes on.
 
 While the SDK serves, file descriptor 1 points at stderr, so stray output of llama.cpp or a library cannot
-corrupt the protocol stream.
+corrupt the protocol stream. Each line from the client is checked before the SDK sees it (`CheckedLines`): text
+that is not valid Unicode is replaced (incoming.py), and a line that is not a JSON-RPC message gets a JSON-RPC
+error back instead of silence.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Sequence
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from offline_agent import incoming
 from offline_agent._version import __version__
 from offline_agent.errors import ConfigError, OfflineAgentError
 
@@ -189,8 +193,13 @@ class OfflineAgentTools:
             from offline_agent.runner import load_backend
 
             print(f"offline-agent mcp: loading the model ({self.settings.model or 'default'})", file=sys.stderr)
+            from offline_agent.backends.registry import setup_time_limit
+
             choice = self.settings.backend
-            self._backend = choice.build() if choice is not None else load_backend(None, self.settings.model)
+            chosen = self.settings.settings
+            limit = chosen.config.max_seconds if chosen is not None else None
+            with setup_time_limit(limit):  # a model server must answer within --max-seconds
+                self._backend = choice.build() if choice is not None else load_backend(None, self.settings.model)
         return self._backend
 
 
@@ -239,8 +248,81 @@ def build_server(tools: OfflineAgentTools) -> Any:
 
 
 def serve(tools: OfflineAgentTools) -> None:
-    """Serve the tools over stdio until the client closes stdin."""
+    """Serve the tools over stdio until the client closes stdin; every line is checked first (`CheckedLines`)."""
     import anyio
 
     server = build_server(tools)
-    anyio.run(server.run_stdio_async)
+    lowlevel = getattr(server, "_lowlevel_server", None)  # what run_stdio_async runs; absent: serve unchecked
+    if lowlevel is None:  # pragma: no cover - an SDK that moved it
+        anyio.run(server.run_stdio_async)
+        return
+
+    async def run() -> None:
+        from mcp.server.stdio import stdio_server
+
+        lines = CheckedLines(sys.stdin.buffer)
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.replies = write_stream
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(run)
+
+
+class CheckedLines:
+    """The lines of stdin as the SDK's stdio transport reads them, each checked on the way in.
+
+    The SDK drops a line it cannot read without a word: not JSON, not a JSON-RPC message, or a lone surrogate
+    (`"\\ud800"`), which its parser refuses. Here bytes that are not UTF-8 and lone surrogates become U+FFFD
+    (incoming.py), and a line that is still not a JSON-RPC message is answered with a JSON-RPC error (-32700 parse
+    error, id null; -32600 invalid request, with the line's id where it has one) and not passed on.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        import anyio
+
+        self._stream = anyio.wrap_file(stream)
+        self.replies: Any = None  # the transport's write stream, once serving
+
+    def __aiter__(self) -> CheckedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self._stream.readline()
+            if not line:
+                raise StopAsyncIteration
+            text = incoming.decode(line, "MCP messages").strip()
+            if not text:
+                continue
+            checked, error = checked_message(text)
+            if error is None:
+                return checked
+            if self.replies is not None:
+                from mcp.shared.message import SessionMessage
+
+                await self.replies.send(SessionMessage(error))
+
+
+def checked_message(text: str) -> tuple[str, Any]:
+    """(the line to pass on, None), or ("", the JSON-RPC error to answer it with)."""
+    import mcp_types as types
+
+    from offline_agent import jsonio
+
+    try:
+        value = jsonio.loads(text)
+    except jsonio.JSONReadError as exc:
+        return "", types.JSONRPCError(
+            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {exc}")
+        )
+    try:
+        types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError, whatever the line held
+        given = value.get("id") if isinstance(value, dict) else None
+        reason = str(exc).splitlines()[0][:200]
+        return "", types.JSONRPCError(
+            jsonrpc="2.0",
+            id=given if isinstance(given, (str, int)) and not isinstance(given, bool) else None,
+            error=types.ErrorData(code=types.INVALID_REQUEST, message=f"Invalid request: {reason}"),
+        )
+    return json.dumps(value, ensure_ascii=False), None

@@ -4,7 +4,8 @@ vLLM and SGLang cannot run on the project's CPU-only machines, so their dialects
 their documentation specifies (vLLM 0.12+: `structured_outputs: {"grammar": ...}`; SGLang: `ebnf`); llama-server
 likewise (no package ships its binary for this machine). llama-cpp-python's real server is tested in
 test_backend_contract.py. A fake "enforces" a grammar by answering the probe grammar with its one string and any
-other grammar with a valid step; `ignore_grammar` makes it answer as an unconstrained model would.
+other grammar with a valid step; `ignore_grammar` makes it answer as an unconstrained model would, and `raw`,
+`hang` and `stall` make it a hostile server (a reply of any bytes, a request never answered, a stream that stops).
 
 Answers depend only on the prompt (a hash picks the Final answer), so concurrent and sequential runs must agree.
 """
@@ -42,6 +43,9 @@ class FakeServer:
         api_key: str | None = None,
         n_ctx: int = 4096,
         delay: float = 0.0,
+        raw: dict[str, bytes] | None = None,
+        hang: tuple[str, ...] = (),
+        stall: bool = False,
     ) -> None:
         self.kind = kind
         self.ignore_grammar = ignore_grammar
@@ -50,6 +54,10 @@ class FakeServer:
         self.api_key = api_key
         self.n_ctx = n_ctx
         self.delay = delay
+        self.raw = raw or {}  # path -> the body sent instead of the dialect's answer (status 200): a hostile reply
+        self.hang = hang  # paths whose requests are accepted and never answered
+        self.stall = stall  # a streamed completion sends one event, then nothing
+        self.stopping = threading.Event()
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.in_flight = 0
         self.most_in_flight = 0
@@ -64,6 +72,7 @@ class FakeServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -105,10 +114,25 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 return False
             return True
 
+        def _hostile(self) -> bool:
+            """Answer as a hostile server would (server.raw, server.hang): True when it did."""
+            path = self.path.split("?")[0]
+            if path in server.hang:
+                server.stopping.wait(600)
+                return True
+            if path in server.raw:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(server.raw[path])))
+                self.end_headers()
+                self.wfile.write(server.raw[path])
+                return True
+            return False
+
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if not self._authorized():
+            if not self._authorized() or self._hostile():
                 return
-            kind, path = server.kind, self.path
+            kind, path = server.kind, self.path.split("?")[0]
             if kind == "llama-server" and path == "/props":
                 return self._send(
                     200,
@@ -133,7 +157,7 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             server.requests.append((self.path, body))
-            if not self._authorized():
+            if not self._authorized() or self._hostile():
                 return
             with server._lock:
                 if server.fail_first > 0:
@@ -148,7 +172,7 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                     server.in_flight -= 1
 
         def _post(self, body: dict[str, Any]) -> None:
-            kind, path = server.kind, self.path
+            kind, path = server.kind, self.path.split("?")[0]
             tokenize = {"llama-server": "/tokenize", "llama-cpp-python": "/extras/tokenize", "vllm": "/tokenize"}
             if path == tokenize.get(kind):
                 text = body.get("content", body.get("input", body.get("prompt", "")))
@@ -204,6 +228,9 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                         event = {"choices": [{"text": piece, "finish_reason": None}]}
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                     self.wfile.flush()
+                    if server.stall:
+                        server.stopping.wait(600)
+                        return
                     time.sleep(server.delay)
                 if server.kind == "llama-server":
                     last: dict[str, Any] = {

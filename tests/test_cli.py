@@ -61,8 +61,9 @@ def test_version() -> None:
     assert run("--version").stdout.strip().endswith(__version__)
 
 
-def test_empty_question(isolated_home: Path) -> None:
-    assert_one_line_error(run("ask", "   ", home=isolated_home), "question is empty")
+def test_empty_question_is_a_usage_error(isolated_home: Path) -> None:
+    result = run("ask", "   ", home=isolated_home)
+    assert result.returncode == 2 and "the question is empty" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_unknown_model_name(isolated_home: Path) -> None:

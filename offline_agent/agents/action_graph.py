@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from offline_agent import incoming
 from offline_agent.errors import ConfigError
 from offline_agent.grammar import FINAL
 
@@ -97,6 +98,9 @@ def _or(names: tuple[str, ...]) -> str:
 def load_action_graph(path: str | Path | None = None) -> ActionGraph:
     """Read and check an action graph file; None reads the graph shipped with the package."""
     source = Path(path) if path is not None else DEFAULT_GRAPH
+    kind = incoming.not_a_file(source)
+    if kind is not None:
+        raise ConfigError(f"action graph {source}: it is {kind}, not a file")
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
+from offline_agent import injection
 from offline_agent.agents.base import RunState, Strategy, call_key
 from offline_agent.agents.options import ReActOptions, StrategyOptions
 from offline_agent.agents.step_runner import TurnResult
@@ -195,7 +196,8 @@ class ReActAgent(Strategy):
                 return
             if step.is_final:
                 assert step.final is not None
-                refusal = None if final_only else self.check_final(state, record, step, turn)
+                refusal = self.dictated(state, record, step)
+                refusal = refusal or (None if final_only else self.check_final(state, record, step, turn))
                 if refusal is None:
                     record.final = self.final_answer(state, record, step)
                     state.finish(record.final)
@@ -309,6 +311,20 @@ class ReActAgent(Strategy):
         """Accept the Final just written (None), or refuse it with the Observation that says why; the run then goes
         on. Never asked on a step that may only answer. ReAct accepts every Final; agents/verify.py checks them."""
         return None
+
+    def dictated(self, state: LoopState, record: StepRecord, step: Step) -> str | None:
+        """Refuse a Final that only an instruction planted in a document read gives (injection.py), on every step,
+        the last too (a run that ends there ends without an answer rather than with the payload); a grounded run may
+        not write it again. None for every other answer."""
+        assert step.final is not None
+        read = [done.observation for done in state.trajectory.steps if done.action is not None and done.observation]
+        planted = injection.dictated_by(step.final, read)
+        if planted is None:
+            return None
+        if state.grounding is not None:
+            state.grounding.exclude(step.final)
+        self.details(record).refusal = RefusalDetails("dictated", step.final)
+        return injection.refusal(step.final, planted)
 
     def final_answer(self, state: LoopState, record: StepRecord, step: Step) -> str:
         """The answer a Final that stands gives (checked, or on a step that may only answer): what it wrote. A

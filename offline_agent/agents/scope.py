@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from offline_agent import incoming
 from offline_agent.details import ScopeDetails, StepDetails
 from offline_agent.errors import ConfigError
 from offline_agent.steps import StepRecord, Timings, Usage
@@ -45,10 +46,19 @@ def read_scope(text_or_file: str | None) -> str | None:
     if text_or_file is None or not text_or_file.strip():
         return None
     path = Path(text_or_file).expanduser()
+    short = len(text_or_file) < 4096 and "\n" not in text_or_file
     try:
-        is_file = len(text_or_file) < 4096 and "\n" not in text_or_file and path.is_file()
+        is_file = short and path.is_file()
     except OSError:
         is_file = False
+    kind = incoming.not_a_file(path) if short else None
+    if kind is not None:
+        raise ConfigError(f"the scope file {path} is {kind}, not a file")
+    if not is_file and _looks_like_a_path(text_or_file):
+        raise ConfigError(
+            f"scope file not found: {text_or_file} (give --scope a sentence saying what the documents are about, or "
+            "the path of a file that holds one)"
+        )
     if is_file:
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
@@ -60,6 +70,15 @@ def read_scope(text_or_file: str | None) -> str | None:
     if not text:
         raise ConfigError(f"the scope file {path} is empty")
     return text[:SCOPE_MAX]
+
+
+def _looks_like_a_path(text: str) -> bool:
+    """One word with a folder in it, a home or relative start, or a text file's suffix: meant as a file, not as
+    the scope itself ("/typo/path", "~/scope.txt", "notes.md"; not "medicine and surgery")."""
+    text = text.strip()
+    if any(char.isspace() for char in text):
+        return False
+    return "/" in text or text.startswith(("~", ".")) or Path(text).suffix.lower() in (".txt", ".md", ".rst")
 
 
 @dataclass

@@ -6,11 +6,13 @@ server that ignores it is caught before the first question by a probe (a grammar
 only, which no unconstrained model would write) and refused with a GrammarError: never used silently
 unconstrained. The agent still parses every completion.
 
-Transport: the standard library only (urllib), one connection per request, so `complete` may be called from
-several threads at once (`eval --concurrency N`; servers batch). Each request has a timeout; connection errors
-and 502/503/504 are retried with exponential backoff, a 4xx never (a context overflow is a ContextOverflowError,
-401/403 a ConfigError about the key). Replies are streamed when the caller wants the text as it comes
-(`on_token`) or has a deadline; leaving a stream early closes the connection, which stops the server's work.
+Transport (`http_transport.py`): the standard library only (urllib), one connection per request, so `complete`
+may be called from several threads at once (`eval --concurrency N`; servers batch). Each request waits at most the
+timeout, and never past a deadline: the run's, and while the backend is set up (detection, the probe) the one the
+CLI's --max-seconds sets (registry.setup_time_limit). Replies are streamed when the caller wants the text as it
+comes (`on_token`) or has a deadline; leaving a stream early closes the connection, which stops the server's work.
+A reply in a shape it should not have (a list for an object, a number for text, JSON nested too deeply) is one
+ModelError line; no message shows credentials from the URL.
 
 The server kind is `--server-kind` or detected: `/props` (llama-server), `/get_model_info` (SGLang), then
 `/v1/models` (owned_by "vllm" or llama-cpp-python's "me"). The chat template, special tokens and context size come
@@ -22,38 +24,38 @@ local model file's tokenizer, else an estimate (then `capabilities.exact_token_c
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from http.client import HTTPException, HTTPResponse
 from pathlib import Path
 from typing import Any
 
+from offline_agent import jsonio
 from offline_agent.backends.base import BackendCapabilities, DecoderGrammar, TokenCallback, gbnf_of
 from offline_agent.backends.http_dialects import DIALECTS, Dialect, ServerReply
-from offline_agent.backends.registry import BackendOptions
+from offline_agent.backends.http_transport import (
+    DEFAULT_TIMEOUT,
+    ServerConnection,
+    ServerRefusedError,
+    TimeLimit,
+    as_int,
+    as_list,
+    as_text,
+    error_message,
+)
+from offline_agent.backends.registry import BackendOptions, setup_deadline
 from offline_agent.errors import ConfigError, ContextOverflowError, GrammarError, ModelError
+from offline_agent.prompts import Prompt
 from offline_agent.steps import Completion, Timings, Usage
 
 SERVER_KINDS = ("llama-server", "llama-cpp-python", "vllm", "sglang")
-DEFAULT_TIMEOUT = 120.0
 # The probe: a grammar that allows one string only, which no model writes unconstrained after this prompt.
 PROBE_TEXT = "zq7-xj4"
 PROBE_GRAMMAR = f'root ::= "{PROBE_TEXT}"'
 PROBE_PROMPT = "Say hello in one short sentence.\n"
 # The same sampling defaults as the in-process backends.
 _SAMPLING = {"top_k": 40, "top_p": 0.95, "min_p": 0.05}
-_RETRY_STATUS = (502, 503, 504)
-
-
-class ServerRefusedError(ModelError):
-    """The server answered a request with a 4xx status (other than 401, 403 and 404, which are ConfigErrors)."""
-
-
-_CONTEXT_WORDS = ("context", "exceed", "too long", "maximum")
 
 
 class HttpBackend:
@@ -75,21 +77,34 @@ class HttpBackend:
         retries: int = 3,
         backoff: float = 0.5,
         probe: bool = True,
+        deadline: float | None = None,
     ) -> None:
         """Connect to `server_url`, detect its kind unless given, read what it says about its model, and probe
-        that it enforces grammars (`probe=False` skips that, for tests of the transport only)."""
-        if not server_url or not server_url.startswith(("http://", "https://")):
-            raise ConfigError(f"--server-url must start with http:// or https://, not {server_url!r}")
+        that it enforces grammars (`probe=False` skips that, for tests of the transport only). All of that must be
+        done by `deadline` (time.monotonic(); default: the one a caller set with registry.setup_deadline, the
+        CLI's --max-seconds), else one ModelError line."""
         if server_kind is not None and server_kind not in SERVER_KINDS:
             raise ConfigError(f"unknown server kind {server_kind!r}; choose from {list(SERVER_KINDS)}")
-        self.url = server_url.rstrip("/")
+        self.connection = ServerConnection(
+            server_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff
+        )
+        self.url = self.connection.shown  # what messages and trajectories show: no credentials
         self.api_key = api_key
         self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.kind = server_kind or self._detect_kind()
+        limit = setup_deadline() if deadline is None else (deadline, None)
+        try:
+            self._set_up(server_kind, model, context_size, probe, limit[0])
+        except TimeLimit:
+            within = f"within {limit[1]:g} s (--max-seconds)" if limit[1] else "before the time limit"
+            raise ModelError(f"the server at {self.url} did not answer {within}") from None
+
+    def _set_up(
+        self, server_kind: str | None, model: str | None, context_size: int | None, probe: bool, deadline: float | None
+    ) -> None:
+        self.kind = server_kind or self._detect_kind(deadline)
+        self.connection.kind = self.kind
         self.dialect: Dialect = DIALECTS[self.kind]()
-        info = self._server_info()
+        info = self._server_info(deadline)
         self.served_model: str | None = info.get("model")
         self.model_name = self.served_model or model or "server"
         local = _local_model(model)
@@ -105,13 +120,13 @@ class HttpBackend:
             self.chat_template, self.template_source = CHATML_TEMPLATE, "chatml (assumed: the server does not say)"
         self.bos_token = info.get("bos_token") or local.get("bos_token")
         self.eos_token = info.get("eos_token") or local.get("eos_token")
-        self.context_size = int(info.get("context_size") or context_size or local.get("context_size") or 4096)
+        self.context_size = info.get("context_size") or context_size or local.get("context_size") or 4096
         self._local_tokenize = local.get("tokenize")
         self._count_cache: dict[str, int] = {}
         self._lock = threading.Lock()
         self._exact_counts = bool(self.dialect.tokenize_path or self._local_tokenize)
         if probe:
-            self.probe_grammar()
+            self.probe_grammar(deadline)
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> HttpBackend:
@@ -149,34 +164,40 @@ class HttpBackend:
         on_token: TokenCallback | None = None,
         deadline: float | None = None,
     ) -> Completion:
-        """One completion; streamed when `on_token` or `deadline` is given (finish reason "interrupted" when the
-        deadline passes: the connection is closed and the server stops)."""
-        if self._exact_counts:
-            prompt_tokens = self.count_tokens(prompt)
-            if prompt_tokens + max_tokens > self.context_size:
-                raise ContextOverflowError(
-                    f"the prompt ({prompt_tokens} tokens) plus {max_tokens} new tokens exceed the context window "
-                    f"of {self.context_size} tokens"
-                )
-        stream = (on_token is not None or deadline is not None) and self.dialect.streams
-        body = self.dialect.completion_body(
-            model=self.served_model,
-            prompt=prompt,
-            grammar=None if grammar is None else gbnf_of(grammar),
-            max_tokens=max_tokens,
-            stop=[s for s in stop if s],
-            temperature=temperature,
-            seed=seed,
-            stream=stream,
-            sampling=_SAMPLING,
-        )
+        """One completion; streamed when `on_token` or `deadline` is given. When the deadline passes (before the
+        server answers, or while it streams or stalls) the connection is closed, the server stops, and the finish
+        reason is "interrupted"."""
+        if isinstance(prompt, Prompt):  # the server reads special tokens anywhere: a document's must stay text
+            prompt = prompt.neutralized(also=(self.bos_token, self.eos_token))
         started = time.perf_counter()
-        if stream:
-            body.update(self.dialect.stream_fields())
-            reply, first_at, interrupted = self._stream(body, on_token, deadline)
-        else:
-            reply = self.dialect.reply(self._post(self.dialect.completion_path, body))
-            first_at, interrupted = None, False
+        try:
+            if self._exact_counts:
+                prompt_tokens = self._count(prompt, deadline)
+                if prompt_tokens + max_tokens > self.context_size:
+                    raise ContextOverflowError(
+                        f"the prompt ({prompt_tokens} tokens) plus {max_tokens} new tokens exceed the context window "
+                        f"of {self.context_size} tokens"
+                    )
+            stream = (on_token is not None or deadline is not None) and self.dialect.streams
+            body = self.dialect.completion_body(
+                model=self.served_model,
+                prompt=prompt,
+                grammar=None if grammar is None else gbnf_of(grammar),
+                max_tokens=max_tokens,
+                stop=[s for s in stop if s],
+                temperature=temperature,
+                seed=seed,
+                stream=stream,
+                sampling=_SAMPLING,
+            )
+            if stream:
+                body.update(self.dialect.stream_fields())
+                reply, first_at, interrupted = self._stream(body, on_token, deadline)
+            else:
+                reply = self._reply(self.connection.post(self.dialect.completion_path, body, deadline))
+                first_at, interrupted = None, False
+        except TimeLimit:
+            reply, first_at, interrupted = ServerReply(), None, True
         ended = time.perf_counter()
         return self._completion(reply, prompt, stop, started, first_at, ended, interrupted)
 
@@ -184,13 +205,20 @@ class HttpBackend:
         """Nothing to do: a server with a prompt cache (llama-server's cache_prompt) keeps the prefix itself."""
 
     def count_tokens(self, text: str) -> int:
+        try:
+            return self._count(text, None)
+        except TimeLimit:  # pragma: no cover - no deadline, no time limit
+            raise AssertionError("unreachable") from None
+
+    def _count(self, text: str, deadline: float | None) -> int:
         with self._lock:
             known = self._count_cache.get(text)
         if known is not None:
             return known
         if self.dialect.tokenize_path:
-            data = self._post(self.dialect.tokenize_path, self.dialect.tokenize_body(text, self.served_model))
-            count = len(self.dialect.tokens(data))
+            body = self.dialect.tokenize_body(text, self.served_model)
+            data = self.connection.post(self.dialect.tokenize_path, body, deadline)
+            count = len(self._shaped(lambda: self.dialect.tokens(data), "a tokenize reply"))
         elif self._local_tokenize is not None:
             count = len(self._local_tokenize(text))
         else:
@@ -216,25 +244,21 @@ class HttpBackend:
         }
 
     # ---- the grammar probe ---------------------------------------------------------------------------------------
-    def probe_grammar(self) -> None:
+    def probe_grammar(self, deadline: float | None = None) -> None:
         """Refuse a server that does not enforce our grammars (it rejects the field, or writes past it)."""
+        body = self.dialect.completion_body(
+            model=self.served_model,
+            prompt=PROBE_PROMPT,
+            grammar=PROBE_GRAMMAR,
+            max_tokens=16,
+            stop=[],
+            temperature=0.0,
+            seed=0,
+            stream=False,
+            sampling=_SAMPLING,
+        )
         try:
-            reply = self.dialect.reply(
-                self._post(
-                    self.dialect.completion_path,
-                    self.dialect.completion_body(
-                        model=self.served_model,
-                        prompt=PROBE_PROMPT,
-                        grammar=PROBE_GRAMMAR,
-                        max_tokens=16,
-                        stop=[],
-                        temperature=0.0,
-                        seed=0,
-                        stream=False,
-                        sampling=_SAMPLING,
-                    ),
-                )
-            )
+            reply = self._reply(self.connection.post(self.dialect.completion_path, body, deadline))
         except ServerRefusedError as exc:
             raise GrammarError(
                 f"the {self.kind} server at {self.url} refused a grammar-constrained request ({exc}); it cannot "
@@ -248,14 +272,15 @@ class HttpBackend:
             )
 
     # ---- what the server says about itself -------------------------------------------------------------------
-    def _detect_kind(self) -> str:
-        props = self._get_json("/props")
+    def _detect_kind(self, deadline: float | None) -> str:
+        props = self.connection.get_json("/props", deadline)
         if isinstance(props, dict) and ("default_generation_settings" in props or "chat_template" in props):
             return "llama-server"
-        if isinstance(self._get_json("/get_model_info"), dict):
+        if isinstance(self.connection.get_json("/get_model_info", deadline), dict):
             return "sglang"
-        models = self._get_json("/v1/models")
-        owners = {str(m.get("owned_by")) for m in (models or {}).get("data", []) if isinstance(m, dict)}
+        models = self.connection.get_json("/v1/models", deadline)
+        entries = as_list(models.get("data")) if isinstance(models, dict) else []
+        owners = {str(m.get("owned_by")) for m in entries if isinstance(m, dict)}
         if "vllm" in owners:
             return "vllm"
         if "sglang" in owners:
@@ -268,96 +293,53 @@ class HttpBackend:
             f"cannot tell which kind of server runs at {self.url}; pass --server-kind ({', '.join(SERVER_KINDS)})"
         )
 
-    def _server_info(self) -> dict[str, Any]:
-        """What the server reports: model name, context size, chat template, special tokens (where it does)."""
+    def _server_info(self, deadline: float | None) -> dict[str, Any]:
+        """What the server reports: model name, context size, chat template, special tokens (where it does); a
+        field in a shape it should not have is left out, as if the server had not said it."""
         info: dict[str, Any] = {}
         if self.kind == "llama-server":
-            props = self._get_json("/props") or {}
-            settings = props.get("default_generation_settings") or {}
-            info["context_size"] = settings.get("n_ctx") or props.get("n_ctx")
-            info["chat_template"] = props.get("chat_template") or None
-            info["bos_token"] = props.get("bos_token") or None
-            info["eos_token"] = props.get("eos_token") or None
+            props = self.connection.get_json("/props", deadline)
+            props = props if isinstance(props, dict) else {}
+            settings = props.get("default_generation_settings")
+            settings = settings if isinstance(settings, dict) else {}
+            info["context_size"] = _positive(settings.get("n_ctx")) or _positive(props.get("n_ctx"))
+            info["chat_template"] = as_text(props.get("chat_template")) or None
+            info["bos_token"] = as_text(props.get("bos_token")) or None
+            info["eos_token"] = as_text(props.get("eos_token")) or None
             return info
-        models = self._get_json("/v1/models") or {}
-        data = [m for m in models.get("data", []) if isinstance(m, dict)]
+        models = self.connection.get_json("/v1/models", deadline)
+        data = [m for m in as_list(models.get("data") if isinstance(models, dict) else None) if isinstance(m, dict)]
         if data:
-            info["model"] = data[0].get("id")
-            info["context_size"] = data[0].get("max_model_len")
+            info["model"] = as_text(data[0].get("id")) or None
+            info["context_size"] = _positive(data[0].get("max_model_len"))
         return info
 
-    # ---- transport ---------------------------------------------------------------------------------------------
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        return headers
-
-    def _get_json(self, path: str) -> Any:
-        """GET `path`; None when the server has no such endpoint (or no server answers)."""
-        request = urllib.request.Request(self.url + path, headers=self._headers(), method="GET")
+    # ---- replies -----------------------------------------------------------------------------------------------
+    def _shaped(self, read: Any, what: str) -> Any:
+        """`read()`, with a reply in a shape the dialect does not expect (a number for a list, a list for text) as one
+        ModelError line."""
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            if exc.code in (401, 403):
-                raise self._auth_error(exc.code) from None
-            return None
-        except (urllib.error.URLError, OSError, HTTPException, ValueError):
-            return None
+            return read()
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+            raise ModelError(f"the server at {self.url} sent {what} in a shape it should not have ({exc})") from None
 
-    def _open(self, path: str, body: dict[str, Any], timeout: float) -> HTTPResponse:
-        """POST `body` and return the open response; retries connection errors and 502/503/504 with backoff."""
-        data = json.dumps(body).encode("utf-8")
-        for attempt in range(self.retries + 1):
-            request = urllib.request.Request(self.url + path, data=data, headers=self._headers(), method="POST")
-            try:
-                return urllib.request.urlopen(request, timeout=timeout)
-            except urllib.error.HTTPError as exc:
-                if exc.code in _RETRY_STATUS and attempt < self.retries:
-                    exc.close()
-                    time.sleep(self.backoff * 2**attempt)
-                    continue
-                raise self._http_error(path, exc) from None
-            except TimeoutError:
-                raise ModelError(f"the server at {self.url} did not answer within {timeout:.0f} s") from None
-            except (urllib.error.URLError, ConnectionError, HTTPException, OSError) as exc:
-                if attempt < self.retries:
-                    time.sleep(self.backoff * 2**attempt)
-                    continue
-                reason = getattr(exc, "reason", exc)
-                raise ModelError(
-                    f"cannot reach the server at {self.url} ({reason}) after {self.retries + 1} tries"
-                ) from None
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            with self._open(path, body, self.timeout) as response:
-                raw = response.read()
-        except TimeoutError:
-            raise ModelError(f"the server at {self.url} did not answer within {self.timeout:.0f} s") from None
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise ModelError(f"the server at {self.url} sent a reply that is not JSON: {raw[:80]!r}") from None
-        if not isinstance(data, dict):
-            raise ModelError(f"the server at {self.url} sent an unexpected reply: {str(data)[:80]}")
-        return data
+    def _reply(self, data: dict[str, Any]) -> ServerReply:
+        return self._shaped(lambda: self.dialect.reply(data), "a completion")
 
     def _stream(
         self, body: dict[str, Any], on_token: TokenCallback | None, deadline: float | None
     ) -> tuple[ServerReply, float | None, bool]:
-        """Read a streamed completion event by event; stop early (closing the connection) at the deadline."""
+        """Read a streamed completion event by event; stop early (closing the connection) at the deadline, also when
+        the server stalls: each read waits at most until the deadline."""
         reply = ServerReply()
         first_at: float | None = None
-        response = self._open(self.dialect.completion_path, body, self.timeout)
+        response = self.connection.open(self.dialect.completion_path, body, deadline)
         try:
-            for event in _events(response):
+            for event in _events(response, self.url):
                 if first_at is None:
                     first_at = time.perf_counter()
                 before = len(reply.text)
-                self.dialect.event(event, reply)
+                self._shaped(lambda event=event: self.dialect.event(event, reply), "a streamed event")
                 if on_token is not None and len(reply.text) > before:
                     on_token(reply.text[before:])
                 if reply.finish_reason is not None and not self.dialect.stream_fields():
@@ -365,6 +347,8 @@ class HttpBackend:
                 if deadline is not None and time.monotonic() > deadline and reply.finish_reason is None:
                     return reply, first_at, True
         except TimeoutError:
+            if deadline is not None and time.monotonic() >= deadline - 0.05:
+                return reply, first_at, True
             raise ModelError(f"the server at {self.url} stopped sending within {self.timeout:.0f} s") from None
         except (OSError, HTTPException) as exc:
             raise ModelError(f"the connection to {self.url} broke mid-reply ({exc})") from None
@@ -392,52 +376,28 @@ class HttpBackend:
         if cut:  # servers cut at stop strings; this catches one that left it in
             text = text[: min(cut)]
         finish = "interrupted" if interrupted else (reply.finish_reason or "stop")
-        prompt_tokens = reply.prompt_tokens if reply.prompt_tokens is not None else self.count_tokens(prompt)
-        if reply.generated_tokens is not None:
-            generated = reply.generated_tokens
-        else:
-            generated = len(reply.pieces) or (self.count_tokens(text) if text else 0)
-        if reply.prompt_s is not None and reply.generate_s is not None:
-            timings = Timings(prompt_s=reply.prompt_s, generate_s=reply.generate_s)
+        prompt_tokens = as_int(reply.prompt_tokens)
+        if prompt_tokens is None:
+            prompt_tokens = self.count_tokens(prompt) if not interrupted else (len(prompt) + 3) // 4
+        generated = as_int(reply.generated_tokens)
+        if generated is None:
+            generated = len(reply.pieces) or ((self.count_tokens(text) if not interrupted else 0) if text else 0)
+        prompt_s, generate_s = _seconds(reply.prompt_s), _seconds(reply.generate_s)
+        if prompt_s is not None and generate_s is not None:
+            timings = Timings(prompt_s=prompt_s, generate_s=generate_s)
         else:
             first = first_at or started
             timings = Timings(prompt_s=first - started if first_at else 0.0, generate_s=ended - first)
-        cached = reply.cached_tokens if self.dialect.reports_cached_tokens and reply.cached_tokens else 0
+        cached = as_int(reply.cached_tokens) if self.dialect.reports_cached_tokens else None
         return Completion(
             text=text,
             finish_reason=finish,
-            usage=Usage(prompt_tokens=prompt_tokens, cached_tokens=cached, generated_tokens=generated),
+            usage=Usage(prompt_tokens=prompt_tokens, cached_tokens=cached or 0, generated_tokens=generated),
             timings=timings,
         )
 
-    # ---- errors ------------------------------------------------------------------------------------------------
-    def _auth_error(self, code: int) -> ConfigError:
-        return ConfigError(
-            f"the server at {self.url} refused the request (HTTP {code}): set OFFLINE_AGENT_API_KEY to its API key"
-        )
 
-    def _http_error(self, path: str, exc: urllib.error.HTTPError) -> Exception:
-        try:
-            detail = exc.read().decode("utf-8", errors="replace")
-        except OSError:
-            detail = ""
-        finally:
-            exc.close()
-        message = _error_message(detail) or exc.reason or ""
-        if exc.code in (401, 403):
-            return self._auth_error(exc.code)
-        if exc.code == 404:
-            return ConfigError(
-                f"the server at {self.url} has no {path} (HTTP 404): is it a {self.kind} server? (--server-kind)"
-            )
-        if 400 <= exc.code < 500 and any(word in message.lower() for word in _CONTEXT_WORDS):
-            return ContextOverflowError(f"the server refused the prompt: {message}")
-        if 400 <= exc.code < 500:
-            return ServerRefusedError(f"the server at {self.url} refused the request (HTTP {exc.code}): {message}")
-        return ModelError(f"the server at {self.url} failed (HTTP {exc.code}): {message}")
-
-
-def _events(response: HTTPResponse) -> Iterator[dict[str, Any]]:
+def _events(response: HTTPResponse, url: str) -> Iterator[dict[str, Any]]:
     """The JSON objects of a server-sent event stream (`data: {...}` lines), until `data: [DONE]`."""
     while True:
         line = response.readline()
@@ -450,29 +410,24 @@ def _events(response: HTTPResponse) -> Iterator[dict[str, Any]]:
         if payload == "[DONE]":
             return
         try:
-            data = json.loads(payload)
-        except ValueError:
+            data = jsonio.loads(payload)
+        except jsonio.JSONReadError:
             continue
         if isinstance(data, dict):
             if "error" in data and not data.get("choices") and "content" not in data:
-                raise ModelError(f"the server reported an error mid-reply: {_error_message(json.dumps(data))}")
+                raise ModelError(f"the server at {url} reported an error mid-reply: {error_message(payload)}")
             yield data
 
 
-def _error_message(detail: str) -> str:
-    """The human part of a server's error body ({"error": {"message": ...}}, {"detail": ...}, or plain text)."""
-    try:
-        data = json.loads(detail)
-    except ValueError:
-        return detail.strip()[:300]
-    if isinstance(data, dict):
-        error = data.get("error", data.get("detail", data.get("message")))
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        if isinstance(error, list) and error:
-            error = error[0].get("msg", error[0]) if isinstance(error[0], dict) else error[0]
-        return str(error)[:300]
-    return str(data)[:300]
+def _positive(value: Any) -> int | None:
+    number = as_int(value)
+    return number if number is not None and number > 0 else None
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return None
+    return float(value)
 
 
 def _first(*candidates: tuple[Any, str]) -> tuple[Any, str | None]:

@@ -79,7 +79,7 @@ class Dialect:
     def reply(self, data: dict[str, Any]) -> ServerReply:
         """A whole (non-streamed) reply."""
         choice = (data.get("choices") or [{}])[0]
-        reply = ServerReply(text=choice.get("text") or "", finish_reason=_finish(choice.get("finish_reason")))
+        reply = ServerReply(text=_text(choice.get("text")), finish_reason=_finish(choice.get("finish_reason")))
         self._usage(reply, data.get("usage"))
         return reply
 
@@ -87,7 +87,7 @@ class Dialect:
         """Fold one streamed event into `reply`."""
         choices = data.get("choices") or []
         if choices:
-            piece = choices[0].get("text") or ""
+            piece = _text(choices[0].get("text"))
             if piece:
                 reply.pieces.append(piece)
                 reply.text += piece
@@ -113,7 +113,10 @@ class Dialect:
         raise NotImplementedError
 
     def tokens(self, data: dict[str, Any]) -> list[int]:
-        return list(data.get("tokens") or [])
+        tokens = data.get("tokens")
+        if not isinstance(tokens, list):
+            raise ValueError(f"its tokens are not a list: {str(tokens)[:40]}")
+        return tokens
 
 
 class LlamaServerDialect(Dialect):
@@ -137,12 +140,12 @@ class LlamaServerDialect(Dialect):
         return {"grammar": grammar}
 
     def reply(self, data: dict[str, Any]) -> ServerReply:
-        reply = ServerReply(text=data.get("content") or "")
+        reply = ServerReply(text=_text(data.get("content")))
         self._stats(reply, data)
         return reply
 
     def event(self, data: dict[str, Any], reply: ServerReply) -> None:
-        piece = data.get("content") or ""
+        piece = _text(data.get("content"))
         if piece:
             reply.pieces.append(piece)
             reply.text += piece
@@ -241,6 +244,15 @@ DIALECTS: dict[str, type[Dialect]] = {
     "vllm": VllmDialect,
     "sglang": SglangDialect,
 }
+
+
+def _text(value: Any) -> str:
+    """Text the server sent, "" for none; ValueError for anything else (the backend makes it one error line)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"text that is not a string: {str(value)[:40]}")
+    return value
 
 
 def _finish(value: Any) -> str | None:

@@ -28,6 +28,7 @@ from offline_agent.backends.registry import BackendOptions, chat_format_template
 from offline_agent.backends.speculative import DEFAULT_DRAFT_TOKENS, PromptLookup
 from offline_agent.backends.stream import CompletionStream, common_prefix
 from offline_agent.errors import ConfigError, ContextOverflowError, ModelError
+from offline_agent.prompts import prompt_fragments
 from offline_agent.steps import Completion
 
 # "llguidance": check sampled tokens, mask only on rejection, jump forward (fast; the default).
@@ -166,6 +167,7 @@ class LlamaCppBackend:
         self.draft_tokens = draft_tokens
         self.parallel = parallel
         self._guide: GrammarCache | LlamaGrammarCache | None = None
+        self._special_texts: dict[str, bool] = {}  # text -> whether it is a special token's (see tokenize)
         self._guide_lock = threading.Lock()  # grammars are compiled and copied from several threads when batched
         self._draft_batch: Any = None  # a llama_batch for evaluations that need logits at several positions
         self._batch_start = 0
@@ -309,12 +311,26 @@ class LlamaCppBackend:
         )
 
     def tokenize(self, text: str, *, prompt: bool = False) -> list[int]:
-        data = text.encode("utf-8")
         if not prompt:
-            return self.llm.tokenize(data, add_bos=False, special=False)
+            return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
         # A template that writes the BOS text itself must not get a second BOS from the tokenizer.
         add_bos = not (self.bos_token and text.startswith(self.bos_token))
-        return self.llm.tokenize(data, add_bos=add_bos, special=True)
+        tokens: list[int] = []
+        for piece, special in prompt_fragments(text, self._is_special_text):  # only where the template wrote them
+            tokens += self.llm.tokenize(piece.encode("utf-8"), add_bos=add_bos and not tokens, special=special)
+        return tokens
+
+    def _is_special_text(self, text: str) -> bool:
+        """Whether `text` is the text of one of the model's special tokens (control or user-defined), as llama.cpp's
+        tokenizer reads them where special tokens are allowed."""
+        known = self._special_texts.get(text)
+        if known is None:
+            ids = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+            lib = self._llama_cpp
+            kinds = lib.LLAMA_TOKEN_ATTR_CONTROL | lib.LLAMA_TOKEN_ATTR_USER_DEFINED | lib.LLAMA_TOKEN_ATTR_UNKNOWN
+            known = len(ids) == 1 and bool(lib.llama_vocab_get_attr(self.llm._model.vocab, ids[0]) & kinds)
+            self._special_texts[text] = known
+        return known
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))

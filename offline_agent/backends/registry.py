@@ -11,9 +11,12 @@ Adding a backend is one module under `offline_agent/backends/` and one `BackendE
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -153,6 +156,28 @@ def check_options(name: str | None, options: BackendOptions, *, ignore: frozense
         raise ConfigError(f"{flags} {verb} not apply to backend {entry.name!r} (it takes {takes})")
     dropped = {option: None for option in options.given() if option not in entry.options}
     return replace(options, **dropped) if dropped else options
+
+
+_SETUP_LIMIT: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("setup_limit", default=None)
+
+
+@contextlib.contextmanager
+def setup_time_limit(seconds: float | None) -> Iterator[None]:
+    """Backends built in this block must be ready within `seconds` from now (the CLI's --max-seconds, which bounds
+    the whole run): a backend that waits on something outside the process (a model server's detection and probe)
+    reads `setup_deadline`. None: no limit."""
+    token = _SETUP_LIMIT.set(None if seconds is None else (time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _SETUP_LIMIT.reset(token)
+
+
+def setup_deadline() -> tuple[float | None, float | None]:
+    """(the time.monotonic() by which a backend being built must be ready, the seconds that limit was given as), or
+    (None, None) when there is none."""
+    limit = _SETUP_LIMIT.get()
+    return limit if limit is not None else (None, None)
 
 
 def build_backend(

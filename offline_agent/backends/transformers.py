@@ -34,6 +34,7 @@ from offline_agent.backends.guided import GrammarCache, SamplingSettings, TokenS
 from offline_agent.backends.registry import BackendOptions, chat_format_template, env_int
 from offline_agent.backends.stream import CompletionStream, common_prefix
 from offline_agent.errors import ConfigError, ContextOverflowError, ModelError
+from offline_agent.prompts import prompt_fragments
 from offline_agent.steps import Completion
 
 DEVICES = ("cpu", "cuda")
@@ -177,11 +178,21 @@ class TransformersBackend:
         return BackendCapabilities(supports_grammar=True, reuses_prefix_cache=True, reports_rejections=True)
 
     def tokenize(self, text: str, *, prompt: bool = False) -> list[int]:
+        """The tokens of `text`: a special token's text is plain text, but in a prompt where its chat template
+        wrote one (prompts.Prompt; anywhere in a plain-string prompt)."""
         if not prompt:
-            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            return self._encode(text, special=False, add=False)
         # A template that writes the BOS text itself must not get a second BOS from the tokenizer.
         add = not (self.bos_token and text.startswith(self.bos_token))
-        return list(self.tokenizer(text, add_special_tokens=add)["input_ids"])
+        tokens: list[int] = []
+        added = self.tokenizer.get_added_vocab()
+        for piece, special in prompt_fragments(text, added.__contains__):
+            tokens += self._encode(piece, special=special, add=add and not tokens)
+        return tokens
+
+    def _encode(self, text: str, *, special: bool, add: bool) -> list[int]:
+        # A fast tokenizer matches its added tokens anywhere unless told to split them like any other text.
+        return list(self.tokenizer(text, add_special_tokens=add, split_special_tokens=not special)["input_ids"])
 
     def warm(self, prefix: str) -> None:
         """Make the key/value cache hold `prefix` (the prompt start every question shares) and nothing after it, so

@@ -1,7 +1,8 @@
 """The `offline-agent` command: a thin layer over the package.
 
 Progress goes to stderr, results to stdout, `--json` where it makes sense. Every OfflineAgentError becomes one
-line on stderr and exit code 1, here and only here; usage errors exit 2 (click), an interrupt exits 130.
+line on stderr and exit code 1, here and only here; usage errors exit 2 (click), an interrupt exits 130. Text
+that came in with invalid characters (incoming.py) is reported here too, once, at the end of the command.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 
 import click
 
+from offline_agent import incoming
 from offline_agent._version import __version__
 from offline_agent.errors import OfflineAgentError
 
@@ -50,11 +52,13 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except OfflineAgentError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {incoming.clean(str(exc), 'an error message')}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(130)
+        finally:
+            incoming.report(lambda note: click.echo(note, err=True))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
-import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from offline_agent import incoming
 from offline_agent.agents import AgentCallbacks
+from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.errors import ConfigError, OfflineAgentError
-from offline_agent.outputs import check_writable_file, describe_write_error
+from offline_agent.outputs import append_line, check_writable_file, describe_write_error
 from offline_agent.sources import attach_sources, format_sources
 from offline_agent.steps import Action, StepRecord, Trajectory
+from offline_agent.terminal import shown
 
 if TYPE_CHECKING:
     from offline_agent.runner import Session
@@ -38,6 +41,7 @@ class LiveView:
         self._observation_shown = False  # this step's Observation was printed when its tool ended
 
     def _write(self, text: str, **style: Any) -> None:
+        text = shown(text)  # document text (and what the model copies of it) never drives the terminal
         if not text:
             return
         click.echo(click.style(text, **style) if self.color and style else text, file=self.stream, nl=False)
@@ -108,20 +112,11 @@ def model_line(backend: Any) -> str:
 
 
 def append_trace(path: Path, trajectory: Trajectory) -> None:
-    """Append one whole JSON line and fsync it; on failure the file is cut back, so it never holds half a record."""
+    """Append one whole JSON line and fsync (outputs.append_line: never half a record, never after a torn one)."""
     line = (trajectory.to_json() + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab") as handle:
-            before = handle.tell()
-            try:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
-            except OSError:
-                with contextlib.suppress(OSError):
-                    handle.truncate(before)
-                raise
+        append_line(path, line)
     except OSError as exc:
         raise ConfigError(f"cannot write the trace file {path}: {describe_write_error(path, exc)}") from None
 
@@ -142,7 +137,8 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
 @click.argument("question")
 @run_options(
     max_steps_help="Most model turns; the last one may only answer (see --early-stopping).",
-    max_seconds_help="Stop after this many seconds (stop reason timeout).",
+    max_seconds_help="Stop after this many seconds from the start, loading the model or reaching its server included "
+    "(stop reason timeout).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
@@ -162,13 +158,20 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
     parser rejected), 4 the answer was printed but the --trace file could not be written, 5 the question is
     outside the corpus's scope (--scope; the refusal is printed as the answer).
     """
+    started = time.monotonic()
+    question = incoming.clean(question, "the question")
     if not question.strip():
-        raise ConfigError("the question is empty")
+        raise click.BadParameter("the question is empty", param_hint="QUESTION")
+    # --max-seconds bounds the model's set-up too
+    click.get_current_context().with_resource(setup_time_limit(run.settings.config.max_seconds))
     if trace is not None:
         check_writable_file(trace, "trace file")  # before the run: its answer must not be lost to a bad path
     session = open_session(run, quiet=quiet)
+    config = run.settings.config
+    if config.max_seconds is not None:  # the run has what the set-up left of the time
+        config = dataclasses.replace(config, max_seconds=max(config.max_seconds - (time.monotonic() - started), 0.01))
     callbacks = None if quiet else LiveView().callbacks()
-    trajectory = attach_sources(session.ask(question, run.settings.config, callbacks), session.index)
+    trajectory = attach_sources(session.ask(question, config, callbacks), session.index)
     status = 0
     try:  # the answer first: nothing may hide it
         report_trajectory(trajectory, as_json=as_json, quiet=quiet, capabilities=session.backend.capabilities)
@@ -187,10 +190,10 @@ def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, cap
     if as_json:
         click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
     elif trajectory.answer is not None:
-        click.echo(trajectory.answer)
+        click.echo(shown(trajectory.answer, one_line=True))
         sources = format_sources(trajectory)
         if sources:
-            click.echo("\n" + "\n".join(sources))
+            click.echo("\n" + "\n".join(shown(line, one_line=True) for line in sources))
     if not quiet:
         click.echo("\n" + stop_line(trajectory, capabilities), err=True)
     if trajectory.stop_reason == "out_of_scope":
@@ -214,7 +217,7 @@ def stop_line(trajectory: Trajectory, capabilities: Any = None) -> str:
 def no_answer_line(trajectory: Trajectory) -> str:
     """What a run that stopped without an answer tells the user."""
     reason = f": {trajectory.error}" if trajectory.error else ""
-    return f"no answer (stop reason {trajectory.stop_reason}{reason})"
+    return shown(f"no answer (stop reason {trajectory.stop_reason}{reason})", one_line=True)
 
 
 COMMANDS = [ask]

@@ -5,7 +5,8 @@ Every question is a fresh run of the agent with the earlier turns handed in as h
 picks which of them the prompt shows (the last 3 answered, by default), so the prompt does not grow with the chat.
 
 Limits: the history lives in memory only (`--trace` keeps every turn's trajectory on disk); a question is one line;
-Ctrl-C while a question runs abandons that question (it is not added to the history) and the chat goes on.
+Ctrl-C while a question runs abandons that question (it is not added to the history) and the chat goes on, and so
+does a question refused with an error line (one longer than a quarter of the context window, say).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 
 import click
 
+from offline_agent import incoming
 from offline_agent.agents import RunConfig
+from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.ask import (
     EXIT_TRACE_FAILED,
     LiveView,
@@ -28,10 +31,13 @@ from offline_agent.cli.ask import (
 )
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
+from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import check_writable_file
 from offline_agent.sources import attach_sources, format_sources
 from offline_agent.steps import Trajectory, Turn
+from offline_agent.terminal import shown
 
+QUESTION_SHARE = 0.25  # the most of the context window one question may take
 CHAT_COMMANDS = {
     "/history": "list the turns so far",
     "/reset": "forget them",
@@ -73,7 +79,9 @@ class ChatLoop:
                 if interactive:
                     click.echo("", err=True)
                 return
-            text = line.strip()
+            if isinstance(line, bytes):
+                line = incoming.decode(line, "a chat line")
+            text = incoming.clean(line, "a chat line").strip()
             if not text:
                 continue
             if text.startswith("/"):
@@ -106,26 +114,45 @@ class ChatLoop:
         lines = []
         for number, turn in enumerate(self.history, start=1):
             answer = turn.answer if turn.answer is not None else "(no answer)"
-            lines += [f"{number}. {turn.question}", f"   -> {answer}"]
+            lines += [f"{number}. {shown(turn.question, one_line=True)}", f"   -> {shown(answer, one_line=True)}"]
         return lines
 
+    def check_length(self, question: str) -> None:
+        """Refuse a question that takes more than QUESTION_SHARE of the context window: it could not be answered,
+        and once in the history it would crowd out every later question's prompt too."""
+        backend = getattr(self.session, "backend", None)
+        if backend is None:
+            return
+        most = int(backend.context_size * QUESTION_SHARE)
+        tokens = backend.count_tokens(question)
+        if tokens > most:
+            raise ConfigError(
+                f"the question is too long: {tokens} tokens, where a question may take at most {most} "
+                f"(a {QUESTION_SHARE:.0%} share of the model's {backend.context_size}-token context)"
+            )
+
     def ask(self, question: str) -> Trajectory | None:
-        """Answer one question with the history so far; None when it was abandoned with Ctrl-C."""
+        """Answer one question with the history so far; None when it was abandoned with Ctrl-C or refused (one
+        error line: too long, or an error of its own), and then the chat goes on without it."""
         callbacks = None if self.quiet else LiveView().callbacks()
         try:
+            self.check_length(question)
             trajectory = self.session.ask(question, self.config, callbacks, history=tuple(self.history))
         except KeyboardInterrupt:
             click.echo("\ninterrupted: question abandoned", err=True)
+            return None
+        except OfflineAgentError as exc:  # this question's own problem: say so, keep the chat and its history
+            click.echo(f"error: {exc} (question skipped)", err=True)
             return None
         self.history.append(Turn(question, trajectory.answer))
         attach_sources(trajectory, self.session.index)
         if self.as_json:
             click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
         else:
-            click.echo(trajectory.answer if trajectory.answer is not None else "")
+            click.echo(shown(trajectory.answer, one_line=True) if trajectory.answer is not None else "")
             if not self.quiet:  # stdout holds one line per answer: the sources go with the steps, on stderr
                 for line in format_sources(trajectory):
-                    click.echo(line, err=True)
+                    click.echo(shown(line, one_line=True), err=True)
         if not self.quiet:
             click.echo(
                 "\n" + stop_line(trajectory, getattr(getattr(self.session, "backend", None), "capabilities", None)),
@@ -176,10 +203,12 @@ def chat(run: RunChoice, as_json: bool, trace: Path | None, quiet: bool) -> None
     Exit status: 0 when the chat ends, 1 error (model or corpus), 2 bad usage, 4 some turns could not be written
     to the --trace file (their answers were printed).
     """
+    # a model server must answer within --max-seconds
+    click.get_current_context().with_resource(setup_time_limit(run.settings.config.max_seconds))
     if trace is not None:
         check_writable_file(trace, "trace file")
     session = open_session(run, quiet=quiet)
-    stdin = sys.stdin
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)  # bytes: a line that is not UTF-8 is decoded by incoming.py
     interactive = hasattr(stdin, "isatty") and stdin.isatty()
     if interactive and not quiet:
         click.echo("one question per line; " + ", ".join(f"{k} {v}" for k, v in CHAT_COMMANDS.items()), err=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.eval.corpora import SETTINGS
@@ -211,6 +212,9 @@ def eval_command(
     """
     from offline_agent.eval.runner import EvalCallbacks, EvalOptions, prepare_evaluation
 
+    # a model server must answer within --max-seconds
+    click.get_current_context().with_resource(setup_time_limit(run.settings.config.max_seconds))
+
     def status(message: str) -> None:
         if not quiet:
             click.echo(message, err=True)
@@ -287,6 +291,11 @@ def report(runs: tuple[Path, ...], out: Path | None, html_path: Path | None, no_
             click.echo(missing, err=True)
             no_plots = True
     loaded = unique_names([load_run(path) for path in runs])
+    for run in loaded:
+        if run.duplicate_lines:
+            click.echo(
+                f"note: {run.path}: {run.duplicate_lines} duplicated result lines, each question counted once", err=True
+            )
     if out is None and html_path is None:
         out = Path("report")
     if out is not None:

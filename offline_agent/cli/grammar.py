@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from offline_agent import incoming
 from offline_agent.errors import ConfigError, StepParseError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, build_grammar
 from offline_agent.tools import DEFAULT_TOOLS, default_tool_specs
@@ -83,6 +84,11 @@ def check(files: tuple[Path, ...], tools: str, final_only: bool, no_thought: boo
     checker = GbnfChecker(built.gbnf) if with_gbnf else None
     failed = 0
     for path in files:
+        kind = incoming.not_a_file(path)
+        if kind is not None:
+            click.echo(f"{path}: cannot read: it is {kind}, not a file", err=True)
+            failed += 1
+            continue
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

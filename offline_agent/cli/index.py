@@ -18,7 +18,9 @@ from typing import Any
 
 import click
 
+from offline_agent import incoming
 from offline_agent.errors import ConfigError
+from offline_agent.terminal import shown
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*", re.IGNORECASE)
@@ -193,10 +195,15 @@ def build(
     from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, index_path
     from offline_agent.retrieval.catalog import build_from_paths, update_from_paths
     from offline_agent.retrieval.encode import auto_workers
-    from offline_agent.retrieval.storage import is_index_dir
+    from offline_agent.retrieval.storage import is_index_dir, writer_lock
 
     workers = workers or auto_workers()
     target = index_path(name)
+    if is_index_dir(target):  # one writer at a time, from reading the index to saving it: no update is lost
+        lock = writer_lock(
+            target, on_wait=lambda who: click.echo(f"waiting for {who} to finish writing {name}", err=True)
+        )
+        click.get_current_context().with_resource(lock)
     size_given = chunk_size is not None or chunk_overlap is not None
     fields_given = any(f is not None for f in (text_field, title_field, id_field))
     options = IngestOptions(
@@ -310,7 +317,7 @@ def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: 
         return
     click.echo(headline)
     for path, reason in items[:limit]:
-        click.echo(f"  {path}: {reason}")
+        click.echo(f"  {shown(path, one_line=True)}: {shown(reason, one_line=True)}")
     if len(items) > limit:
         click.echo(f"  ... and {len(items) - limit} more ({label}; --json lists them all)")
 
@@ -427,6 +434,7 @@ def search(query: str, index_name: str | None, corpus_path: Path | None, k: int,
     from offline_agent.retrieval.catalog import open_saved
     from offline_agent.retrieval.snippets import highlight_spans, snippet
 
+    query = incoming.clean(query, "the query")
     ctx = click.get_current_context()
     index_given = ctx.get_parameter_source("index_name") != click.core.ParameterSource.ENVIRONMENT
     if corpus_path is not None and index_name is not None and index_given:
@@ -448,16 +456,17 @@ def search(query: str, index_name: str | None, corpus_path: Path | None, k: int,
         click.echo(json.dumps({"query": query, "index": source, "hits": hits}, ensure_ascii=False, indent=2))
         return
     if not result.passages:
-        click.echo(f"no passage matches {query!r}")
+        click.echo(f"no passage matches {shown(repr(query))}")
         return
     tty = sys.stdout.isatty()
     mark = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
     for rank, (passage, score) in enumerate(zip(result.passages, result.scores.tolist(), strict=True), 1):
-        head = f"{rank}. [{score:.3f}] {passage.label() if passage.title else passage.doc_id}"
+        head = f"{rank}. [{score:.3f}] {shown(passage.label() if passage.title else passage.doc_id, one_line=True)}"
         click.echo(click.style(head, bold=True) if tty else head, color=tty)
         place = f" ({passage.place()})" if passage.place() else ""
-        click.echo(f"   {passage.source or passage.doc_id}{place} [{passage.start}:{passage.end}] id={passage.id}")
-        click.echo(f"   {snippet(passage.text, query, corpus.analyzer, mark=mark)}", color=tty)
+        where = shown(passage.source or passage.doc_id, one_line=True)
+        click.echo(f"   {where}{place} [{passage.start}:{passage.end}] id={passage.id}")
+        click.echo(f"   {snippet(shown(passage.text), query, corpus.analyzer, mark=mark)}", color=tty)
 
 
 COMMANDS = [index, search]

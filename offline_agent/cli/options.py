@@ -51,6 +51,13 @@ def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float | N
     return value
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """FloatRange lets nan through (every comparison is false): a usage error, like any other bad value."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number")
+    return value
+
+
 def _stack(options: list[Decorator]) -> Decorator:
     """One decorator applying `options` so that --help lists them in this order."""
 
@@ -150,6 +157,7 @@ def _run_config_options(max_steps_help: str, max_seconds_help: str) -> list[Deco
             type=click.FloatRange(0.0, 5.0),
             default=0.0,
             show_default=True,
+            callback=_finite,
             help="Sampling temperature; 0 is greedy.",
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (recorded with the run)."),
@@ -374,6 +382,7 @@ def backend_options() -> Decorator:
                 "--server-timeout",
                 type=click.FloatRange(min=1.0),
                 default=None,
+                callback=_finite_seconds,
                 metavar="SECONDS",
                 help="http: seconds to wait for the server's answer to one request [default: 120].",
             ),

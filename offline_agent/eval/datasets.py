@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offline_agent import jsonio
+from offline_agent import incoming, jsonio
 from offline_agent.errors import ConfigError
 
 
@@ -86,6 +86,9 @@ class Dataset:
 def load_dataset(path: str | Path, *, limit: int | None = None) -> Dataset:
     """Read a HotpotQA JSON or a JSONL question file; `limit` keeps the first N records (all are checked)."""
     path = Path(path)
+    kind = incoming.not_a_file(path)
+    if kind is not None and kind != "a folder":
+        raise DatasetError(f"the dataset {path} is {kind}, not a file")
     try:
         data = path.read_bytes()
     except FileNotFoundError:

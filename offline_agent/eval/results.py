@@ -26,7 +26,7 @@ from typing import Any
 
 from offline_agent import jsonio
 from offline_agent.errors import OfflineAgentError
-from offline_agent.outputs import describe_write_error
+from offline_agent.outputs import append_line, describe_write_error
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -130,6 +130,7 @@ class RunFolder:
         self.summary_path = self.path / SUMMARY
         self.predictions_path = self.path / PREDICTIONS
         self.torn_bytes = 0
+        self.duplicate_lines = 0  # result lines of a question already read (read_results keeps the first)
         self._lock_fd: int | None = None
 
     # ---- config ------------------------------------------------------------------------------------------
@@ -192,8 +193,10 @@ class RunFolder:
 
     # ---- results -----------------------------------------------------------------------------------------
     def read_results(self, *, repair: bool = False) -> list[dict[str, Any]]:
-        """Every whole result line. A torn end (no final newline, or a last line that is not a result) is
-        skipped, and cut off the file when `repair`; `self.torn_bytes` says how many bytes that was."""
+        """Every whole result line, one per question. A torn end (no final newline, or a last line that is not a
+        result) is skipped, and cut off the file when `repair`; `self.torn_bytes` says how many bytes that was. A
+        question's second line (a file appended to itself, two runs writing one folder) is not counted again: the
+        first is kept, and `self.duplicate_lines` says how many were left out."""
         try:
             data = self.results_path.read_bytes()
         except FileNotFoundError:
@@ -218,32 +221,25 @@ class RunFolder:
         self.torn_bytes = len(data) - good_end
         if self.torn_bytes and repair:
             self._truncate(good_end)
-        return rows
+        seen: set[str] = set()
+        unique = [row for row in rows if not (str(row.get("id")) in seen or seen.add(str(row.get("id"))))]
+        self.duplicate_lines = len(rows) - len(unique)
+        return unique
 
     def append(self, row: dict[str, Any]) -> None:
         """Append one whole line and fsync; on failure the file is cut back to its size before the write."""
         line = (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise ResultsError(f"cannot open {self.results_path}: {exc.strerror or exc}") from None
         try:
-            before = os.fstat(fd).st_size
-            try:
-                view = memoryview(line)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-                os.fsync(fd)
-            except OSError as exc:
-                _cut_back(fd, before)
-                raise ResultsError(
-                    f"cannot write {self.results_path}: {exc.strerror or exc}; the file is intact "
-                    "(whole lines only): free space and rerun the same command to resume"
-                ) from None
-        finally:
-            os.close(fd)
+            append_line(self.results_path, line)
+        except OSError as exc:
+            raise ResultsError(
+                f"cannot write {self.results_path}: {exc.strerror or exc}; the file is intact "
+                "(whole lines only): free space and rerun the same command to resume"
+            ) from None
 
     def _truncate(self, size: int) -> None:
         try:
@@ -284,11 +280,3 @@ def _parse_row(line: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return row if isinstance(row, dict) and "id" in row else None
-
-
-def _cut_back(fd: int, size: int) -> None:
-    try:
-        os.ftruncate(fd, size)
-        os.fsync(fd)
-    except OSError:  # nothing more can be done; the next open repairs a torn tail
-        pass

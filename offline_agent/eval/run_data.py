@@ -23,6 +23,7 @@ class RunData:
     config: dict[str, Any]
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
+    duplicate_lines: int = 0  # result lines of a question counted once already (RunFolder.read_results)
 
     @property
     def model(self) -> str:
@@ -40,7 +41,7 @@ def load_run(path: str | Path) -> RunData:
     rows = folder.read_results(repair=False)
     if not rows:
         raise ResultsError(f"{folder.path} has no results yet ({RESULTS} is empty or missing)")
-    return RunData(folder.path.name, folder.path, config, rows, summarize(rows))
+    return RunData(folder.path.name, folder.path, config, rows, summarize(rows), folder.duplicate_lines)
 
 
 def unique_names(runs: Sequence[RunData]) -> list[RunData]:

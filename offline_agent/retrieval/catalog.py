@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offline_agent import incoming
 from offline_agent.errors import ConfigError, RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
@@ -167,7 +168,7 @@ def build_from_paths(
         ingested.passages, analyzer=analyzer, variant=variant, progress=on_passages, workers=workers
     )
     index.extra = {
-        "roots": [str(Path(p).absolute()) for p in paths],
+        "roots": [incoming.file_name(Path(p).absolute()) for p in paths],
         "ingest": options.to_dict(),
         "files": ingested.files,
     }

@@ -21,6 +21,7 @@ from offline_agent.errors import RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.checks import check_index_arrays
+from offline_agent.retrieval.checksums import PendingChecks, lazy_checks
 from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
 from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn, split_heading
 from offline_agent.retrieval.postings import Postings, Searcher, TermIds, Triples, build_postings, unique_sorted
@@ -55,6 +56,14 @@ class BM25Index:
         self._term_ids = TermIds(postings)
         self._doc_rows: dict[str, list[int]] | None = None
         self._doc_order: np.ndarray | None = None
+        self._pending: PendingChecks | None = None  # a large loaded index's checks, run on first use
+
+    def _check(self, group: str) -> None:
+        """Run the pending sha256 checks of `group` of arrays (checksums.PendingChecks) before they are first used."""
+        if self._pending is not None:
+            self._pending.check(group)
+            if self._pending.done:
+                self._pending = None
 
     # ---- building ----------------------------------------------------------------------------------------
     @classmethod
@@ -176,6 +185,7 @@ class BM25Index:
         progress: ProgressFn | None = None,
         workers: int = 1,
     ) -> np.ndarray:
+        self._check("all")  # an update must not carry damaged arrays into the new generation
         base = len(self._t["dl"])
         table = Table()
         texts: list[str] = []
@@ -317,6 +327,7 @@ class BM25Index:
 
     def term_idf(self, terms: Iterable[str]) -> dict[str, float]:
         """The idf of each index term (as the scoring variant computes it); 0.0 for a term not in the index."""
+        self._check("postings")
         idf = self._postings.idf
         terms = list(terms)
         out = {}
@@ -325,6 +336,7 @@ class BM25Index:
         return out
 
     def _top_k(self, tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        self._check("postings")
         counts: dict[int, int] = {}
         for tid in self._term_ids.many(tokens):
             if tid >= 0:
@@ -352,6 +364,7 @@ class BM25Index:
 
     def _passages(self, ids: np.ndarray, *, checked: bool = False) -> list[Passage]:
         """Passages for `ids`; `checked` skips the liveness check (ids that came out of a search)."""
+        self._check("passages")
         t = self._t
         if len(ids) == 0:
             return []
@@ -391,6 +404,7 @@ class BM25Index:
 
     def passages_of(self, doc_id: str) -> list[Passage]:
         """The live passages of document `doc_id` in document order (by start offset); [] if unknown."""
+        self._check("passages")
         if self._doc_rows is None:
             rows: dict[str, list[int]] = {}
             for number, key in enumerate(self._t["doc_key"].tolist()):
@@ -409,6 +423,7 @@ class BM25Index:
         """Ids of the live passages whose source is in `sources` (what an update of those files replaces)."""
         if not sources:
             return []
+        self._check("passages")
         wanted = np.array([s in sources for s in self._t["doc_source"].tolist()], dtype=bool)
         doc = np.asarray(self._t["doc"])
         if not wanted.any():
@@ -417,6 +432,7 @@ class BM25Index:
 
     def doc_ids(self) -> list[str]:
         """The ids of the documents that have live passages."""
+        self._check("passages")
         return self._t["doc_key"].tolist()
 
     def info(self) -> dict[str, Any]:
@@ -433,6 +449,7 @@ class BM25Index:
     # ---- persistence -------------------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the index to folder `path` atomically (a new generation if one is there); return the path."""
+        self._check("all")
         t, p = self._t, self._postings
         arrays = {
             "vocab_blob": p.vocab.blob,
@@ -478,7 +495,8 @@ class BM25Index:
         """Open a saved index; arrays are memory-mapped unless `mmap=False`.
 
         Structural checks always run (retrieval/checks.py); `verify` True checks every file's sha256, False
-        none, None (the default) only for indexes up to storage.VERIFY_ON_LOAD_MAX_BYTES.
+        none, None (the default) all for indexes up to storage.VERIFY_ON_LOAD_MAX_BYTES, and for a larger one each
+        group of arrays the first time it is used (checksums.PendingChecks).
         """
         path = Path(path)
         arrays, meta, extra, manifest = storage.read_index(path, mmap=mmap, verify=verify)
@@ -523,7 +541,9 @@ class BM25Index:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             where = path / manifest["generation"] / "meta.json"
             raise RetrievalError(f"corrupt index file {where}: missing or bad entry {exc}") from None
-        return cls(analyzer=analyzer, params=params, postings=postings, table=table, extra=extra)
+        index = cls(analyzer=analyzer, params=params, postings=postings, table=table, extra=extra)
+        index._pending = lazy_checks(path, manifest, verify)
+        return index
 
 
 def _empty_strings(n: int) -> StringColumn:

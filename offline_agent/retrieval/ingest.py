@@ -23,6 +23,7 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
+from offline_agent import incoming
 from offline_agent.retrieval.chunking import document_passages
 from offline_agent.retrieval.duplicates import Candidate, content_key, find_duplicates, source_copy_of
 from offline_agent.retrieval.globs import PathFilter
@@ -81,7 +82,7 @@ class FileEntry:
 
     @property
     def source(self) -> str:
-        return str(self.path)
+        return incoming.file_name(self.path)
 
 
 @dataclass
@@ -128,10 +129,10 @@ def walk(
 
         def doc_id_for(path: Path, root: Path = root, label: str = label) -> str:
             rel = path.name if path == root else path.relative_to(root).as_posix()
-            return f"{label}/{rel}" if label else rel
+            return incoming.file_name(f"{label}/{rel}" if label else rel, note=False)
 
         _walk_one(root, root, doc_id_for, entries, skipped, seen_dirs, seen_files, filters, explicit=True)
-    return entries, skipped
+    return entries, [(incoming.file_name(path), why) for path, why in skipped]
 
 
 def _walk_one(
@@ -222,6 +223,8 @@ def read_entry(
     fingerprint["content"] = content_key(docs)
     passages: list[Passage] = []
     for doc in docs if chunk else ():
+        # a title taken from the file's name may hold its odd bytes
+        doc = dataclasses.replace(doc, title=incoming.file_name(doc.title, note=False))
         size, overlap = options.chunk_size, options.chunk_overlap
         passages.extend(document_passages(doc, entry.source, size, overlap, first_id=len(passages)))
     if not chunk and any(doc.text[doc.body_start :].strip() for doc in docs):

@@ -4,7 +4,8 @@
 NAME/
   manifest.json        format name and version, the current generation, and size + sha256 of each of its files
   g000002/             one generation: meta.json, files.json and one .npy per array
-  .lock                held (flock) by a writer while it updates
+  .lock                held (flock) by a writer while it updates (`writer_lock`: an update holds it from load to
+                       save), with the writer's pid inside
 ```
 A writer builds a new generation folder beside the current one, flushes it, then replaces manifest.json in one
 `os.replace`: a crash or kill at any point leaves the previous manifest and generation intact. Readers read
@@ -21,14 +22,14 @@ written by a newer format version.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ import numpy as np
 
 from offline_agent import jsonio
 from offline_agent.errors import RetrievalError
+from offline_agent.retrieval.checksums import file_sha256
 
 FORMAT_NAME = "offline-agent-bm25"
 FORMAT_VERSION = 1
@@ -43,8 +45,12 @@ MANIFEST = "manifest.json"
 _MMAP_MIN_BYTES = 1 << 16  # smaller arrays are read into memory: mmap has a cost and cannot map empty data
 # Indexes up to this size (several thousand passages: the sample corpus takes 1.6 KB a passage) have every
 # file's sha256 checked on load, about 45 ms at the most on a busy 2-core machine, so that no damaged byte goes
-# unseen; larger ones get the structural checks only (checks.py), and `index info --verify` for the full check.
+# unseen; larger ones get the structural checks (checks.py) on load, and each group of arrays its sha256 check the
+# first time it is used (checksums.PendingChecks). `index info --verify` checks everything at once.
 VERIFY_ON_LOAD_MAX_BYTES = 16 << 20
+# How long a writer waits for another one to finish before it gives up (an update of a large index takes minutes).
+LOCK_WAIT_S = 600.0
+_held: set[tuple[Path, int]] = set()  # (index folder, thread) pairs holding the writer lock in this process
 _GENERATION_RE = re.compile(r"g\d{6,}")
 _FILE_RE = re.compile(r"[a-z0-9_]+\.(?:npy|json)")
 
@@ -74,7 +80,7 @@ def write_index(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any],
 
 def _write_next(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any], extra: dict[str, Any]) -> None:
     """Write a new generation beside the current one and switch the manifest to it; on failure remove it."""
-    with _writer_lock(path):
+    with writer_lock(path):
         old = read_manifest(path)
         number = int(str(old.get("generation", "g0"))[1:] or 0) + 1
         generation = f"g{number:06d}"
@@ -159,15 +165,7 @@ def _write_generation(
 
 
 def _describe(path: Path) -> dict[str, Any]:
-    return {"size": path.stat().st_size, "sha256": _sha256(path)}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def _write_json_atomic(target: Path, data: Any) -> None:
@@ -202,18 +200,62 @@ def _remove_old_generations(path: Path, keep: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _writer_lock(path: Path) -> Iterator[None]:
+def writer_lock(
+    path: Path, *, wait_s: float = LOCK_WAIT_S, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Hold the index's writer lock (flock on `.lock`) for the block: one writer at a time.
+
+    `index --update` holds it from loading the index to saving it, so that a second update waits and then starts
+    from the first one's result instead of overwriting it. When another process holds it, `on_wait` is told once
+    (with its pid where known) and the lock is tried again until `wait_s` have passed; then RetrievalError. The
+    kernel drops the lock of a process that dies, so a killed writer never blocks the next one. A block nested in
+    one that holds the lock already (in this thread) just runs.
+    """
+    key = (Path(path).resolve(), threading.get_ident())
+    if key in _held:
+        yield
+        return
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: one writer at a time is then the user's job
         yield
         return
-    with open(path / ".lock", "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    with open(Path(path) / ".lock", "a+") as fh:
+        _acquire(fh, fcntl, Path(path), wait_s, on_wait)
+        with contextlib.suppress(OSError):  # who holds it, for a waiter's message (a full disk only loses that)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+        _held.add(key)
         try:
             yield
         finally:
+            _held.discard(key)
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _acquire(fh: Any, fcntl: Any, path: Path, wait_s: float, on_wait: Callable[[str], None] | None) -> None:
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        fh.seek(0)
+        holder = fh.read().strip()
+        who = f"process {holder}" if holder.isdigit() else "another process"
+        if time.monotonic() >= deadline:
+            raise RetrievalError(
+                f"the index {path} is still being written by {who} after {wait_s:.0f} s of waiting; try again "
+                "when it has finished"
+            )
+        if not told and on_wait is not None:
+            on_wait(who)
+            told = True
+        time.sleep(0.1)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -262,13 +304,15 @@ def read_index(
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Load (arrays, meta, extra, manifest) of the index at `path`.
 
-    `verify` True checks every file's sha256, False none, None only when the index is small enough for that
-    to cost little (VERIFY_ON_LOAD_MAX_BYTES).
+    `verify` True checks every file's sha256, False none, None every file when the index is small enough for that
+    to cost little (VERIFY_ON_LOAD_MAX_BYTES), else its JSON files now and its arrays later
+    (checksums.PendingChecks).
     """
     path = Path(path)
     for attempt in range(5):
         manifest = read_manifest(path)
         check = verify if verify is not None else _total_size(manifest) <= VERIFY_ON_LOAD_MAX_BYTES
+        check = check if verify is not None or check else "json"
         try:
             return (*_read_generation(path, manifest, mmap=mmap, verify=check), manifest)
         except FileNotFoundError as exc:
@@ -284,7 +328,7 @@ def _total_size(manifest: dict[str, Any]) -> int:
 
 
 def _read_generation(
-    path: Path, manifest: dict[str, Any], *, mmap: bool, verify: bool
+    path: Path, manifest: dict[str, Any], *, mmap: bool, verify: bool | str
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
     gen_dir = path / manifest["generation"]
     arrays: dict[str, np.ndarray] = {}
@@ -295,7 +339,8 @@ def _read_generation(
         size = target.stat().st_size  # FileNotFoundError: handled by the caller
         if size != info.get("size"):
             raise RetrievalError(f"truncated or altered index file {target}: {size} bytes, expected {info.get('size')}")
-        if verify and _sha256(target) != info.get("sha256"):
+        checked = verify is True or (verify == "json" and name.endswith(".json"))
+        if checked and file_sha256(target) != info.get("sha256"):
             raise RetrievalError(f"corrupt index file {target}: checksum mismatch; rebuild the index")
         if name.endswith(".json"):
             data = _read_json(target)

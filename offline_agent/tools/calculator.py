@@ -9,7 +9,9 @@ after: an expression over 300 characters, an exponent above 1000 in absolute val
 integer result would pass 4,000 digits (under Python's 4,300-digit limit for printing an integer), and a
 `round` to more than 1000 digits either side of the point (CPython computes 10**-ndigits for a negative
 one: `round(1, -10**8)` ran for minutes) are refused; so are numbers that are not finite and nesting deeper
-than the parser or the walk can take. Every refusal is a ToolError with a short reason.
+than the parser or the walk can take. Thousands separators are read where no function call is written ("1,000 +
+2"); inside one ("min(1,000)") they could be argument commas too, and are refused rather than guessed at. Every
+refusal is a ToolError with a short reason.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _BINARY = {
 }
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_GROUPED = re.compile(r"\d+(?:,\d{3})+\b")
 _FUNCTIONS = {"abs": abs, "round": round, "min": min, "max": max, "sqrt": math.sqrt}
 
 
@@ -49,9 +52,18 @@ def evaluate(expression: str) -> int | float:
     if len(text) > MAX_LENGTH:
         raise ToolError(f"expression longer than {MAX_LENGTH} characters")
     text = text.replace("^", "**").replace("×", "*").replace("÷", "/")
-    if not any(name in text for name in _FUNCTIONS):
+    ambiguous = _THOUSANDS.search(text)
+    if ambiguous is None:
+        pass
+    elif not any(name in text for name in _FUNCTIONS):
         # Thousands separators ("1,234") only where no function call could be using the comma.
         text = _THOUSANDS.sub("", text)
+    else:  # "min(1,000)": one number or two arguments? Never guess (it read as min(1, 0) = 0).
+        shown = next(m.group() for m in _GROUPED.finditer(text) if m.start() < ambiguous.start() < m.end())
+        raise ToolError(
+            f"{shown!r} in a function call could be one number or a list of arguments: write it without commas "
+            "(1000), or with a space after each comma that separates arguments (min(1, 200))"
+        )
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError) as exc:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support import ROOT, cli_env
 
 
@@ -48,3 +49,36 @@ def namespace_probe(*flags: str, command: tuple[str, ...] = ("true",)) -> str | 
     if probe.returncode != 0:
         return f"`unshare {' '.join(flags)}` is not permitted here: {probe.stderr.strip() or probe.returncode}"
     return None
+
+
+def cli_bounded(*args: str, timeout: float, **kwargs) -> subprocess.CompletedProcess[str] | None:
+    """`cli` with a bound on its time: None when the run did not end within `timeout` seconds (a hang)."""
+    try:
+        return cli(*args, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def outcome_of(result: subprocess.CompletedProcess[str] | None, ok: bool) -> str:
+    """The ledger's outcome of a CLI run judged `ok` or not: handled, hang (no result), traceback or failed."""
+    if ok and result is not None:
+        return "handled"
+    if result is None:
+        return "hang"
+    return "traceback" if "Traceback" in result.stderr else "failed"
+
+
+def on_small_disk(
+    tmp_path: Path, size: str, code: str, *args: str, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """Run Python `code` (argv: the disk, then `args`) in a private mount namespace (`unshare -rm`: root in a user
+    namespace, no privileges needed on the host) where tmp_path/disk is a tmpfs of `size` ("64k"); where namespaces
+    are not permitted, the test skips with the reason."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    reason = namespace_probe("-rm", command=("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)))
+    if reason:
+        pytest.skip(f"no tmpfs for a full disk: {reason}")
+    script = f'mount -t tmpfs -o size={size} tmpfs "$1" && shift && exec "$@"'
+    command = ["unshare", "-rm", "sh", "-c", script, "sh", str(disk), sys.executable, "-c", code, str(disk), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=cli_env(), cwd=ROOT, timeout=timeout)

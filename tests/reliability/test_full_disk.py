@@ -11,13 +11,9 @@ tests/retrieval/test_retrieval_storage.py by a simulated OSError.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-from harness import namespace_probe
-from support import ROOT, cli_env
+from harness import on_small_disk
 
 # Runs inside the namespace with the tmpfs at argv[1]: every CLI call is a subprocess, as a user runs it.
 _INSIDE = r"""
@@ -89,24 +85,10 @@ def _corpus(folder: Path, files: int, sentences: int) -> Path:
 
 
 def test_full_disk_while_saving_an_index(tmp_path: Path, ledger) -> None:
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    reason = namespace_probe("-rm", command=("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)))
-    if reason:
-        pytest.skip(f"no tmpfs for the full-disk cases: {reason}")
     small = _corpus(tmp_path / "small", 10, 10)
     big = _corpus(tmp_path / "big", 400, 60)  # its index is larger than the disk
     extra = _corpus(tmp_path / "extra", 30, 20)
-    script = 'mount -t tmpfs -o size=640k tmpfs "$1" && shift && exec "$@"'
-    command = ["unshare", "-rm", "sh", "-c", script, "sh", str(disk), sys.executable, "-c", _INSIDE]
-    result = subprocess.run(
-        [*command, str(disk), str(small), str(big), str(extra)],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        cwd=ROOT,
-        timeout=900,
-    )
+    result = on_small_disk(tmp_path, "640k", _INSIDE, str(small), str(big), str(extra))
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
 
