@@ -11,8 +11,8 @@ non-space character is a token of its own). A span is a run of consecutive token
 ends on a word, written with the spacing of the source ("Dublin, Ireland"), and holds no copula: the lower-case
 words "is", "was", "are" and "were" cut a sentence as its end does (`CLAUSE_ENDS`), so "Teen Titans Go! is an
 American animated television series" gives "Teen Titans Go!" and "an American animated television series", not
-the clause. Written out, the 1.5B model ran on from a name into its sentence's predicate (6 Finals of dev200 and
-the sample, all wrong), and no gold answer of either holds a copula; a title's "Is" has a capital and stays. Every
+the clause. Written out, the 1.5B model ran on from a name into its sentence's predicate (6 Finals of the HotpotQA
+and sample runs, all wrong), and no gold answer of either holds a copula; a title's "Is" has a capital and stays. Every
 span of every sentence is accepted, at any length; `yes` and `no` (either case) always are.
 
 How: the tokens of all sentences go into one word-level suffix automaton (a sentence ends in a symbol of its own,

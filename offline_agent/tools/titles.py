@@ -6,7 +6,7 @@ finds the documents whose title a text names: the search tool shows them after t
 a question that goes through an entity ("the woman who portrayed Corliss Archer") is answered in the document of
 that entity, and its name is written in the first document. A title counts as named when its words (without a
 closing qualifier: "Kiss and Tell (1945 film)" is named by "Kiss and Tell") appear in the text as they are written
-in the title, case included, on word boundaries, or in the possessive (dev200's passages name the next hop so:
+in the title, case included, on word boundaries, or in the possessive (encyclopaedic text names the next hop so:
 "secretary of New York Governor Nelson Rockefeller's Committee"); the longest name wins where two overlap. A title
 without a capital letter or digit never links ("forum"), so common words do not. A name shorter than SHORT_NAME
 characters ("Ulm", "Naj", "K2") links only where it holds a capital letter ("17" does not) and is written as a name
