@@ -184,6 +184,12 @@ def test_cut_short_finds_a_word_of_the_answer_that_the_grammar_ended_before_the_
     raw = "Thought: x\nFinal: Teen Titans Go!"
     assert not cut_short(raw, [(at(raw, "Teen Titans Go!"), " is")])
     assert not cut_short("Thought: x\nAction: search[a]", [(20, "b")])
+    # Steps the default model wrote on the PostgreSQL manual (pgdocs pg002, pg034), with the grammar's rejections
+    # as recorded: it meant "0777" and "2048 bytes", and wrote "0 (zero" and "2 kB".
+    raw = "Thought: The default permission mode ... is 0777.\nFinal: 0 (zero"
+    assert cut_short(raw, [(at(raw, "0"), "7"), (at(raw, "0 (zero"), ")")])
+    raw = "Thought: The default toast_tuple_target is 2048 bytes.\nFinal: 2 kB"
+    assert cut_short(raw, [(0, "["), (at(raw, "2"), "0")])
 
 
 def test_unread_refuses_a_final_the_grammar_cut_short(tiny_index) -> None:
