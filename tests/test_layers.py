@@ -183,7 +183,7 @@ def test_the_public_api_covers_the_readme_python_section() -> None:
     import offline_agent
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Python", 1)[1].split("\n### ", 1)[0]
+    section = readme.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     used = {
         line.split(" import ", 1)[1] for line in section.splitlines() if line.startswith("from offline_agent import")
     }

@@ -2,7 +2,7 @@
 
 react, act, cot and standard are settings of the ReAct loop (react.py, strategies.py); knowagent and critic plug
 into that loop through its public hooks; plan fills in the seam's loop with its planner graph. A new strategy is one
-module and one `register_strategy` line (the README shows one). What a run obeys alike is its RunConfig (run.py);
+module and one `register_strategy` line (docs/strategies.md has one). What a run obeys alike is its RunConfig (run.py);
 what a strategy chooses is its options (options.py), named sets of which are profiles (settings.py).
 """
 

@@ -61,7 +61,7 @@ def _import_llama_cpp() -> Any:
     except ImportError as exc:  # pragma: no cover - a core dependency, but a broken build is possible
         raise ModelError(
             "llama-cpp-python is not installed: pip install llama-cpp-python==0.3.36 "
-            "(set CMAKE_ARGS for CUDA or Metal, see the README)"
+            "(set CMAKE_ARGS for CUDA or Metal, see docs/gpu.md)"
         ) from exc
     return llama_cpp
 
@@ -120,7 +120,7 @@ class LlamaCppBackend:
             # llama.cpp would load every layer on the CPU without a word: a user who asked for the GPU must know.
             raise ConfigError(
                 f"--gpu-layers {gpu_layers}: this llama-cpp-python build cannot use a GPU (it was built for the CPU); "
-                "rebuild it for your GPU (README, GPU) or leave --gpu-layers at 0"
+                "rebuild it for your GPU (docs/gpu.md) or leave --gpu-layers at 0"
             )
         path = Path(model_path)
         if not path.is_file():

@@ -90,7 +90,7 @@ class TransformersBackend:
         if device == "cuda" and not torch.cuda.is_available():
             raise ConfigError(
                 "--device cuda: torch sees no CUDA device (no GPU, or torch is the CPU build; install a CUDA build "
-                "of torch, see the README)"
+                "of torch, see docs/gpu.md)"
             )
         if not verbose:
             transformers.logging.set_verbosity_error()

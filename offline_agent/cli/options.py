@@ -323,7 +323,7 @@ def backend_options() -> Decorator:
                 envvar="OFFLINE_AGENT_GPU_LAYERS",
                 default=None,
                 help="llamacpp: layers to offload to the GPU (-1: all; needs llama-cpp-python built for the GPU, "
-                "see the README) [env OFFLINE_AGENT_GPU_LAYERS; default 0].",
+                "see docs/gpu.md) [env OFFLINE_AGENT_GPU_LAYERS; default 0].",
             ),
             click.option(
                 "--threads",
