@@ -50,7 +50,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from offline_agent.grammar import quoted
+from offline_agent.literals import quoted
 from offline_agent.retrieval.sentences import split_sentences
 
 # A word: letters or digits, joined across ' ’ - . inside it; anything else that is not a space is a token alone.

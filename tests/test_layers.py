@@ -2,14 +2,15 @@
 
 The layers, lowest first (a module may import its own layer and those below it, never one above):
 
-    1. values      _version, errors, details, steps, jsonio, normalize, resources, outputs, prompts, models
+    1. values      _version, errors, details, steps, jsonio, normalize, resources, outputs, prompts, models,
+                   incoming (text that comes in), terminal (text that goes out to a terminal)
     2. retrieval   the corpus, the analyzer, the BM25 index (needs only values)
-    3. text        grounding, grammar, parse, answer_form, compare (the step format and what an answer may say;
-                   grounding splits sentences with retrieval's splitter)
+    3. text        literals, grounding, grammar, parse, answer_form, compare, injection (the step format and what
+                   an answer may say; grounding splits sentences with retrieval's splitter)
     4. tools       the Tool protocol and the corpus tools over retrieval
     5. backends    the Backend protocol, its registry and the engines
     6. agents      the strategies, their run config, options and profiles (and checks/, verify's answer checks)
-    7. runner      Session: a backend, a corpus and a strategy assembled
+    7. runner      Session: a backend, a corpus and a strategy assembled; sources: the passages a run rests on
     8. eval        datasets, metrics, the evaluation runner, reports
     9. entry       mcp_server, cli, and the package's own __init__ (the public API)
 
@@ -34,14 +35,27 @@ PACKAGE = ROOT / "offline_agent"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "values",
-        ("_version", "errors", "details", "steps", "jsonio", "normalize", "resources", "outputs", "prompts", "models"),
+        (
+            "_version",
+            "errors",
+            "details",
+            "steps",
+            "jsonio",
+            "normalize",
+            "resources",
+            "outputs",
+            "prompts",
+            "models",
+            "incoming",
+            "terminal",
+        ),
     ),
     ("retrieval", ("retrieval",)),
-    ("text", ("grounding", "grammar", "parse", "answer_form", "compare")),
+    ("text", ("literals", "grounding", "grammar", "parse", "answer_form", "compare", "injection")),
     ("tools", ("tools",)),
     ("backends", ("backends",)),
     ("agents", ("agents", "checks")),
-    ("runner", ("runner",)),
+    ("runner", ("runner", "sources")),
     ("eval", ("eval",)),
     ("entry", ("mcp_server", "cli", "")),  # "": the package's __init__, the public API
 ]

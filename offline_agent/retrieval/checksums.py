@@ -2,7 +2,7 @@
 
 The manifest holds each file's sha256. Hashing costs about 80 ms for 8 MB and 3 s for 244 MB of arrays on 2 busy
 cores, while a load through mmap costs milliseconds: so storage.read_index hashes every file of an index up to
-storage.VERIFY_ON_LOAD_MAX_BYTES on load, and a larger index is hashed group by group the first time the group is
+VERIFY_ON_LOAD_MAX_BYTES on load, and a larger index is hashed group by group the first time the group is
 used (`PendingChecks`: the passage table before the first passage is read, the postings before the first search,
 everything before an update or a save), so that no damaged byte is read unseen. `index info --verify` hashes any
 index at once.
@@ -17,6 +17,12 @@ from typing import Any
 
 from offline_agent.errors import RetrievalError
 
+# Indexes up to this size (several thousand passages: the sample corpus takes 1.6 KB a passage) have every
+# file's sha256 checked on load, about 45 ms at the most on a busy 2-core machine, so that no damaged byte goes
+# unseen; larger ones get the structural checks (checks.py) on load, and each group of arrays its sha256 check the
+# first time it is used (checksums.PendingChecks). `index info --verify` checks everything at once.
+VERIFY_ON_LOAD_MAX_BYTES = 16 << 20
+
 
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
@@ -29,8 +35,6 @@ def file_sha256(path: Path) -> str:
 def lazy_checks(path: Path, manifest: dict[str, Any], verify: bool | None) -> PendingChecks | None:
     """The checks a load left for later: every array's sha256, when `verify` is None and the index is larger than
     VERIFY_ON_LOAD_MAX_BYTES (read_index then checked its JSON files only); None when there are none."""
-    from offline_agent.retrieval.storage import VERIFY_ON_LOAD_MAX_BYTES
-
     if (
         verify is not None
         or sum(max(0, info["size"]) for info in manifest["files"].values()) <= VERIFY_ON_LOAD_MAX_BYTES

@@ -14,6 +14,7 @@ with ".") are skipped, and so are those the --include/--exclude patterns leave o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 from collections import Counter
@@ -315,12 +316,17 @@ def read_entries(
 
     tasks = [(entry, entry.source not in (unchunked or ())) for entry in entries]
     if workers > 1:
-        done = read_in_processes(tasks, options, workers)
+        done = read_in_processes(tasks, functools.partial(_read_with, options), workers)
         if done is not None:
             yield from done
             return
     for entry, chunk in tasks:
         yield entry, read_outcome(entry, options, chunk)
+
+
+def _read_with(options: IngestOptions, entry: FileEntry, chunk: bool) -> Any:
+    """read_outcome with the options first, for a worker process (parallel.py calls read(entry, chunk))."""
+    return read_outcome(entry, options, chunk)
 
 
 def read_outcome(

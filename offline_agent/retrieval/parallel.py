@@ -7,7 +7,8 @@ workers. Workers are started with "spawn" (safe beside threads, and the same on 
 indexes with workers needs the usual `if __name__ == "__main__":` guard), which costs a few tenths of a second, so
 a small batch of files (under MIN_FILES, or MIN_BYTES in all) is read in this process. A reader registered by the
 user (`register_reader`) is sent to the workers too; one that cannot be pickled keeps the reading in this process.
-Workers ignore Ctrl-C: the parent stops them.
+Workers ignore Ctrl-C: the parent stops them. The reading itself is the caller's (ingest.py passes its
+`read_outcome`), so this module needs nothing of ingest's and the two import one way.
 """
 
 from __future__ import annotations
@@ -15,24 +16,25 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from offline_agent.retrieval.ingest import FileEntry, IngestOptions, read_outcome
 from offline_agent.retrieval.readers import READERS, register_reader
 
 MIN_FILES = 8
 MIN_BYTES = 2 << 20
 _BUILT_IN = "offline_agent.retrieval.readers."
 
-Outcome = tuple[FileEntry, Any]
+Outcome = tuple[Any, Any]
+# What a worker runs on one task: read(entry, chunk) -> the outcome (a top-level function, or a partial of one, that
+# pickles: ingest's read_outcome with the run's options).
+Read = Callable[[Any, bool], Any]
 
 
-def read_in_processes(
-    tasks: Sequence[tuple[FileEntry, bool]], options: IngestOptions, workers: int
-) -> Iterator[Outcome] | None:
-    """(entry, read_outcome) for each (entry, chunk) task in order, read by up to `workers` processes; None where
-    that does not pay or cannot be done (the caller then reads in this process)."""
+def read_in_processes(tasks: Sequence[tuple[Any, bool]], read: Read, workers: int) -> Iterator[Outcome] | None:
+    """(entry, read(entry, chunk)) for each (entry, chunk) task in order (an entry is a file with its `size`), run
+    by up to `workers` processes; None where that does not pay or cannot be done (the caller then reads in this
+    process)."""
     if workers < 2 or len(tasks) < MIN_FILES or sum(e.size for e, _ in tasks) < MIN_BYTES:
         return None
     users = [r for r in dict.fromkeys(READERS.values()) if not type(r).__module__.startswith(_BUILT_IN)]
@@ -40,15 +42,13 @@ def read_in_processes(
         readers = pickle.dumps(users)
     except Exception:  # noqa: BLE001 - a reader defined where a worker cannot import it
         return None
-    return _read(tasks, options, min(workers, len(tasks)), readers)
+    return _read(tasks, read, min(workers, len(tasks)), readers)
 
 
-def _read(
-    tasks: Sequence[tuple[FileEntry, bool]], options: IngestOptions, workers: int, readers: bytes
-) -> Iterator[Outcome]:
+def _read(tasks: Sequence[tuple[Any, bool]], read: Read, workers: int, readers: bytes) -> Iterator[Outcome]:
     per_call = max(1, min(16, len(tasks) // (workers * 16)))
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_start_worker, initargs=(options, readers)) as pool:
+    with context.Pool(workers, initializer=_start_worker, initargs=(read, readers)) as pool:
         outcomes = pool.imap(_read_in_worker, tasks, per_call)
         yield from zip((entry for entry, _ in tasks), outcomes, strict=True)
 
@@ -56,13 +56,13 @@ def _read(
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(options: IngestOptions, readers: bytes) -> None:
+def _start_worker(read: Read, readers: bytes) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER["options"] = options
+    _WORKER["read"] = read
     for reader in pickle.loads(readers):
         register_reader(reader, replace=True)
 
 
-def _read_in_worker(task: tuple[FileEntry, bool]) -> Any:
+def _read_in_worker(task: tuple[Any, bool]) -> Any:
     entry, chunk = task
-    return read_outcome(entry, _WORKER["options"], chunk)
+    return _WORKER["read"](entry, chunk)

@@ -37,17 +37,12 @@ import numpy as np
 
 from offline_agent import jsonio
 from offline_agent.errors import RetrievalError
-from offline_agent.retrieval.checksums import file_sha256
+from offline_agent.retrieval.checksums import VERIFY_ON_LOAD_MAX_BYTES, file_sha256
 
 FORMAT_NAME = "offline-agent-bm25"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 _MMAP_MIN_BYTES = 1 << 16  # smaller arrays are read into memory: mmap has a cost and cannot map empty data
-# Indexes up to this size (several thousand passages: the sample corpus takes 1.6 KB a passage) have every
-# file's sha256 checked on load, about 45 ms at the most on a busy 2-core machine, so that no damaged byte goes
-# unseen; larger ones get the structural checks (checks.py) on load, and each group of arrays its sha256 check the
-# first time it is used (checksums.PendingChecks). `index info --verify` checks everything at once.
-VERIFY_ON_LOAD_MAX_BYTES = 16 << 20
 # How long a writer waits for another one to finish before it gives up (an update of a large index takes minutes).
 LOCK_WAIT_S = 600.0
 _held: set[tuple[Path, int]] = set()  # (index folder, thread) pairs holding the writer lock in this process

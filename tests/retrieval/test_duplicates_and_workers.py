@@ -3,12 +3,13 @@ the same passages as files read in one."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 from offline_agent.retrieval import IngestOptions, build_from_paths, ingest_paths, update_from_paths
 from offline_agent.retrieval.duplicates import source_copy_of
-from offline_agent.retrieval.ingest import walk
+from offline_agent.retrieval.ingest import _read_with, walk
 from offline_agent.retrieval.parallel import read_in_processes
 
 PAGE = "<html><head><title>Tides</title></head><body><h1>Tides</h1><p>High water comes {when}.</p></body></html>"
@@ -113,7 +114,8 @@ def test_worker_processes_give_the_same_passages_in_the_same_order(tmp_path: Pat
     (tmp_path / "bad.md").write_bytes(b"\xff\xfe\x00bad")
     options = IngestOptions(chunk_size=120, chunk_overlap=20)
     entries, _ = walk([tmp_path])
-    assert read_in_processes([(e, True) for e in entries], options, 2) is not None  # worth a pool of two
+    read = functools.partial(_read_with, options)
+    assert read_in_processes([(e, True) for e in entries], read, 2) is not None  # worth a pool of two
     one = ingest_paths(tmp_path, options, workers=1)
     two = ingest_paths(tmp_path, options, workers=2)
     assert one.passages == two.passages
