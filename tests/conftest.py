@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from support import need_shared_data, smollm_path
+from support import TINY_CORPUS, need_shared_data, smollm_path
 
 # Tests assert behaviour, never timing: a loaded CI machine must not fail a property test on its deadline.
 settings.register_profile("offline_agent", deadline=None)
@@ -35,18 +35,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if "shared_data" not in item.name:
             pytest.fail(f"{item.name} needs ../shared/data: its name must say so (shared_data)")
         need_shared_data()
-
-
-TINY_CORPUS = {
-    "marie-curie.md": "# Marie Curie\n\nMarie Curie was a physicist and chemist born in Warsaw in 1867. "
-    "She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
-    "warsaw.md": "# Warsaw\n\nWarsaw is the capital of Poland. The Vistula river flows through Warsaw. "
-    "The city was largely rebuilt after 1945.",
-    "vistula.md": "# Vistula\n\nThe Vistula is the longest river in Poland, about 1,047 kilometres long. "
-    "It flows into the Baltic Sea near Gdansk.",
-    "pierre-curie.md": "# Pierre Curie\n\nPierre Curie was a French physicist born in Paris in 1859. "
-    "He shared the 1903 Nobel Prize in Physics with Marie Curie.",
-}
 
 
 @pytest.fixture

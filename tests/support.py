@@ -13,6 +13,19 @@ ROOT = Path(__file__).resolve().parents[1]
 # Evaluation data beside the repository; OFFLINE_AGENT_SHARED_DATA points elsewhere (a git worktree, say).
 SHARED_DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
 
+# Four short documents of our own writing: the tiny corpus of many tests (the tiny_corpus fixture) and the README's
+# ~/notes.
+TINY_CORPUS = {
+    "marie-curie.md": "# Marie Curie\n\nMarie Curie was a physicist and chemist born in Warsaw in 1867. "
+    "She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+    "warsaw.md": "# Warsaw\n\nWarsaw is the capital of Poland. The Vistula river flows through Warsaw. "
+    "The city was largely rebuilt after 1945.",
+    "vistula.md": "# Vistula\n\nThe Vistula is the longest river in Poland, about 1,047 kilometres long. "
+    "It flows into the Baltic Sea near Gdansk.",
+    "pierre-curie.md": "# Pierre Curie\n\nPierre Curie was a French physicist born in Paris in 1859. "
+    "He shared the 1903 Nobel Prize in Physics with Marie Curie.",
+}
+
 
 def in_ci() -> bool:
     """Whether the tests run under CI (CI=true), where missing data is a failure, never a skip."""

@@ -37,8 +37,7 @@ try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
-from conftest import TINY_CORPUS
-from support import ROOT, cli_env
+from support import ROOT, TINY_CORPUS, cli_env
 
 README = ROOT / "README.md"
 TEST_MODEL = "smollm2-135m-instruct"
