@@ -76,10 +76,10 @@ def test_eval_cli_refuses_a_deep_dataset_before_loading_a_model(tmp_path: Path, 
 
 
 def _corpus(tmp_path: Path) -> tuple[Path, int]:
-    """A corpus folder with good and hostile records in JSONL and JSON files; returns it and the bad count."""
+    """A corpus folder with good and hostile records in JSONL and JSON files; returns it and the bad count. Each
+    file's good records are its own (the same records in two files would be one document indexed once)."""
     folder = tmp_path / "corpus"
     folder.mkdir()
-    good = [{"id": f"g{i}", "title": f"Town {i}", "text": f"Town {i} lies on the river Lunne{i}."} for i in range(4)]
     bad = [
         DEEP,
         '{"id": ' + BIG + ', "text": "an id too long to read"}',
@@ -88,22 +88,30 @@ def _corpus(tmp_path: Path) -> tuple[Path, int]:
         '{"id": "n3", "text": "   "}',
         '{"id": "n4", "text": ' + "[" * 5000 + "]" * 5000 + "}",
     ]
-    lines = [json.dumps(g) for g in good[:2]] + bad + [json.dumps(g) for g in good[2:]]
-    (folder / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (folder / "records.json").write_text("[" + ", ".join(lines) + "]", encoding="utf-8")
-    keyed = "{" + ", ".join(f'"k{i}": {line}' for i, line in enumerate(lines)) + "}"
+
+    def lines(kind: str) -> list[str]:
+        good = [
+            json.dumps({"id": f"g{i}", "title": f"Town {i}", "text": f"Town {i} lies on the {kind} river Lunne{i}."})
+            for i in range(4)
+        ]
+        return good[:2] + bad + good[2:]
+
+    (folder / "records.jsonl").write_text("\n".join(lines("jsonl")) + "\n", encoding="utf-8")
+    (folder / "records.json").write_text("[" + ", ".join(lines("json")) + "]", encoding="utf-8")
+    keyed = "{" + ", ".join(f'"k{i}": {line}' for i, line in enumerate(lines("keyed"))) + "}"
     (folder / "keyed.json").write_text(keyed, encoding="utf-8")
     return folder, len(bad)
 
 
 def test_corpus_skips_each_hostile_record_with_a_reason_and_indexes_the_rest(tmp_path: Path, ledger) -> None:
     folder, n_bad = _corpus(tmp_path)
-    for name in ("records.jsonl", "records.json", "keyed.json"):
+    for name, kind in (("records.jsonl", "jsonl"), ("records.json", "json"), ("keyed.json", "keyed")):
         try:
             ingested = ingest_paths(folder / name, IngestOptions())
             texts = sorted(p.text for p in ingested.passages)
             notes = [why for _, why in ingested.notes]
-            ok = texts == sorted(f"Town {i} lies on the river Lunne{i}." for i in range(4)) and len(notes) == n_bad
+            ok = texts == sorted(f"Town {i} lies on the {kind} river Lunne{i}." for i in range(4))
+            ok = ok and len(notes) == n_bad
             ok = ok and all(why and "\n" not in why for why in notes)
             ok = ok and any("null" in why for why in notes) and any("too deeply" in why for why in notes)
             ledger.record("data files: corpus records", "handled" if ok else "lost")
@@ -232,7 +240,7 @@ def test_a_saved_index_of_the_hostile_corpus_searches(tmp_path: Path, ledger) ->
     folder, _ = _corpus(tmp_path)
     index = build_from_paths([folder]).index
     index.save(tmp_path / "saved")
-    hits = BM25Index.load(tmp_path / "saved").search("Lunne2 river", k=3)
-    ok = hits.passages and hits.passages[0].text == "Town 2 lies on the river Lunne2."
+    hits = BM25Index.load(tmp_path / "saved").search("Lunne2 jsonl river", k=3)
+    ok = hits.passages and hits.passages[0].text == "Town 2 lies on the jsonl river Lunne2."
     ledger.record("data files: corpus records", "handled" if ok else "lost")
     assert ok
