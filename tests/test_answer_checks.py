@@ -21,7 +21,6 @@ from offline_agent.answer_form import (
     which_of_options,
 )
 from offline_agent.backends import ScriptedBackend
-from offline_agent.checks.reading import cut_short
 from offline_agent.compare import comparison, measure, same_year, winner
 from offline_agent.errors import StepParseError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar
@@ -164,42 +163,6 @@ def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
     assert not refused_first_word(raw, [(start + 1, "4")]) and not refused_first_word(raw, [(start + 1, "462")])
     assert refused_first_word(raw, [(start + 1, "9")]) and refused_first_word(raw, [(start - 1, " 2")])
     assert refused_first_word("Thought: x\nFinal: 1462", [(start + 1, "5")])  # no separator: another number
-
-
-def test_cut_short_finds_a_word_of_the_answer_that_the_grammar_ended_before_the_model_did() -> None:
-    def at(raw: str, written: str) -> int:  # the offset just after `written` in the answer
-        return raw.index("Final: ") + len("Final: ") + len(written)
-
-    raw = "Thought: x\nFinal: 1"
-    assert cut_short(raw, [(at(raw, "1"), "000")])  # meant "1000", the grammar offered "1" as a span
-    raw = "Thought: x\nFinal: 1 January 2020"
-    assert cut_short(raw, [(at(raw, "1"), "000")])  # the word cut short, and the answer went on with another
-    raw = "Thought: x\nFinal: Dublin"
-    assert cut_short(raw, [(at(raw, "Dublin"), "ers")])
-    assert not cut_short(raw, [(at(raw, "Dublin"), "ers")], excluded=["Dubliners"])  # it meant a refused answer
-    assert not cut_short(raw, [(at(raw, "Dub"), "x")])  # inside a word the written text goes on: not cut
-    assert not cut_short(raw, [(at(raw, "Dublin"), " is")])  # a new word refused: the answer's words are whole
-    raw = "Thought: x\nFinal: 1,462"
-    assert not cut_short(raw, [(at(raw, "1"), "462")])  # the number, written with its thousands separator
-    raw = "Thought: x\nFinal: Teen Titans Go!"
-    assert not cut_short(raw, [(at(raw, "Teen Titans Go!"), " is")])
-    assert not cut_short("Thought: x\nAction: search[a]", [(20, "b")])
-    # Steps the default model wrote on the PostgreSQL manual (pgdocs pg002, pg034), with the grammar's rejections
-    # as recorded: it meant "0777" and "2048 bytes", and wrote "0 (zero" and "2 kB".
-    raw = "Thought: The default permission mode ... is 0777.\nFinal: 0 (zero"
-    assert cut_short(raw, [(at(raw, "0"), "7"), (at(raw, "0 (zero"), ")")])
-    raw = "Thought: The default toast_tuple_target is 2048 bytes.\nFinal: 2 kB"
-    assert cut_short(raw, [(0, "["), (at(raw, "2"), "0")])
-
-
-def test_unread_refuses_a_final_the_grammar_cut_short(tiny_index) -> None:
-    # The model went on with the answer's last word ("Warsaw" then "ian"), and the grammar ended the answer there.
-    raw = "Thought: b\nFinal: Warsaw"
-    cut = Completion(text=raw, finish_reason="stop", rejections=[(len(raw), "ian")])
-    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Marie Curie]", cut, "Thought: c\nFinal: Warsaw"])
-    trajectory = agent.run("In which city was Marie Curie born?")
-    assert trajectory.steps[1].details.refusal.reason == "unread"
-    assert trajectory.answer == "Warsaw" and trajectory.steps[2].details.refusal is None
 
 
 # ---- the loop, grounded with answer forms --------------------------------------------------------------------

@@ -13,7 +13,7 @@ from support import ROOT, need_shared_data
 
 from offline_agent.retrieval import open_corpus
 from offline_agent.retrieval.passages import heading_beyond_title
-from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool, without_outline_number
+from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool
 
 PAGES = ROOT / "tests" / "retrieval" / "html_pages"
 
@@ -51,43 +51,9 @@ def test_a_manual_page_shows_the_section_path_after_its_title(tmp_path: Path) ->
         "[1] Tide Tables > Reading a table > Spring tides: Spring tides Spring tides come two days after a full or "
         "new moon. Their range reaches 4.2 metres."
     )
-    # the page's own heading (the title) is not repeated; a section below it is; section numbers are not shown
-    assert observation(index, "bollards berth", k=1) == (
-        "[1] Mooring Lines: Mooring Lines Every berth has two bollards, one at each end."
-    )
-    assert observation(index, "frayed lines millimetres", k=1).startswith("[1] Mooring Lines > Rope: Rope ")
-
-
-@pytest.mark.parametrize(
-    ("shown", "expected"),
-    [
-        ("20.3. Connections and Authentication", "Connections and Authentication"),
-        ("20.3.1. Connection Settings", "Connection Settings"),
-        ("F.3. auth_delay", "auth_delay"),
-        ("49.5. System Catalogs Related to Logical Decoding", "System Catalogs Related to Logical Decoding"),
-        ("1. FC Köln", "1. FC Köln"),  # one number: a name, not an outline
-        ("Chapter 20. Server Configuration", "Chapter 20. Server Configuration"),
-        ("2.5 million people live there.", "2.5 million people live there."),  # no closing full stop: text
-        ("2.0 (album)", "2.0 (album)"),
-        ("3.14. ", "3.14. "),  # nothing after it
-    ],
-)
-def test_outline_numbers_are_left_out_of_what_the_model_is_shown(shown: str, expected: str) -> None:
-    assert without_outline_number(shown) == expected
-
-
-def test_a_manual_s_section_numbers_are_no_span_a_grounded_answer_can_take(tmp_path: Path) -> None:
-    """On the PostgreSQL manual the default agent answered with section numbers it was shown ("20.3" and "19.7"
-    for pgdocs pg001 and pg002, "30.5" for pg005, "49.5" and "14.4" in other runs): numbers of where a text sits,
-    never what it says. Shown without them, they are no span of the grounded grammar."""
-    from offline_agent.grounding import Grounding
-
-    (tmp_path / "rope.html").write_bytes((PAGES / "docbook.html").read_bytes())
-    shown = observation(open_corpus(tmp_path), "frayed lines millimetres mooring bollards", k=3)
-    assert "4.2" not in shown and "Mooring Lines" in shown
-    grounding = Grounding()
-    grounding.add(shown)
-    assert grounding.accepts("Mooring Lines") and not grounding.accepts("4.2") and not grounding.accepts("4.2.1")
+    # the page's own heading (the title) is not repeated; a section below it is
+    assert observation(index, "bollards berth", k=1).startswith("[1] 4.2. Mooring Lines: 4.2. Mooring Lines ")
+    assert observation(index, "frayed lines millimetres", k=1).startswith("[1] 4.2. Mooring Lines > 4.2.1. Rope: ")
 
 
 def test_the_sample_corpus_has_no_heading_beyond_its_titles() -> None:

@@ -1,14 +1,12 @@
 """Checks of what the run has read: an answer is refused for want of reading, never as wrong in itself, so it may be
 written again once the run has read more (these checks do not exclude their answers from later grammars).
 
-- `unread`: under a grounded grammar, the grammar overruled what the model meant to write as its answer, so what
-  was written is not what it meant, and what it meant is in nothing the run has read. At the start of the answer
-  ("1961" for a year it never read): the whole answer is something else. At the end of a word of the answer, where
-  the model went on with that word ("1" written where it meant "1000", the grammar offering "1" as a span): the
-  answer is a strict prefix of what it meant, cut short. Not where what it meant begins an answer the run refused
-  as wrong (the grammar took that out, and the model meant it again), nor where it is a number the text read writes
-  with thousands separators ("1462" for "1,462"). The Observation says to search for what is missing and shows the
-  passages a search for the whole question finds that the run has not read: a model that meant an unread fact
+- `unread`: under a grounded grammar, the grammar overruled the model's choice at the start of the answer: what it
+  meant to write ("1961" for a year it never read) is in nothing the run has read, and what the grammar let through
+  instead is not what it meant. Not where the overruled choice begins an answer the run refused as wrong (the
+  grammar took that out, and the model meant it again), nor where it writes a number without the thousands
+  separator the text read has ("1462" for "1,462"). The Observation says to search for what is missing and shows
+  the passages a search for the whole question finds that the run has not read: a model that meant an unread fact
   most often searched with too few of the question's words.
 - `unopened`: the answer is the title of a document the run has not read: the model names a hop it has not made.
   The Observation is that document, so the model reads it before answering again.
@@ -18,7 +16,6 @@ written again once the run has read more (these checks do not exclude their answ
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from offline_agent.checks.base import CLOSED, EVERY_FORM, OPEN, Candidate, Check, Refusal
@@ -48,8 +45,7 @@ class Unread(Check):
         rejections = [
             rejection for rejection in candidate.turn.last_rejections if not _begins_any(rejection[1], excluded)
         ]
-        raw = candidate.record.raw
-        if not (refused_first_word(raw, rejections) or cut_short(raw, rejections, excluded)):
+        if not refused_first_word(candidate.record.raw, rejections):
             return None
         texts = _texts()
         observation = texts["unread"].format(question=candidate.question)
@@ -103,28 +99,6 @@ def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:
         and not _same_number(rest[: max(offset - answer_start, 0)] + token, first_word)
         for offset, token in rejections
     )
-
-
-def cut_short(raw: str, rejections: Sequence[Rejection], excluded: Sequence[str] = ()) -> bool:
-    """True if the grammar cut a word of the Final's answer short: at the end of a word (where the text written
-    goes on with no letter or digit, or ends), it refused the model's choice of a token that goes on with the word
-    ("1" written, "000" refused). Not where the written text goes on with the refused token once its separators are
-    left out ("1,462" for "1462"), nor where the word the model meant begins an answer in `excluded`."""
-    start = raw.find(FINAL)
-    if start < 0:
-        return False
-    answer_start = start + len(FINAL)
-    end = answer_start + len(raw[answer_start:].rstrip())
-    for offset, token in rejections:
-        if not answer_start < offset <= end or not (token[:1].isalnum() and raw[offset - 1].isalnum()):
-            continue
-        after = raw[offset:end]
-        if after[:1].isalnum() or re.sub(r"[,.\s]", "", after).startswith(token):
-            continue
-        word = raw[answer_start:offset].split()[-1] + token
-        if not _begins_any(word, excluded):
-            return True
-    return False
 
 
 def _same_number(meant: str, written: str) -> bool:

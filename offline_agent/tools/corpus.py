@@ -6,12 +6,7 @@ of the last search's (or retrieve's) top passage, one sentence per call, and say
 tools share one `CorpusSession`, which a run creates fresh so that lookups never leak between questions.
 
 A search shows each passage as `[k] Title: text`, or `[k] Title > Section > Subsection: text` where the passage
-sits in a section whose headings go beyond the document's title (a page of a manual). A title or heading is shown
-without its outline number ("20.3.1. Connection Settings" as "Connection Settings"), and so is the heading a
-passage that starts a section opens with: a manual's section numbers
-are where a text sits, never what it says, yet shown to the model they were spans a grounded answer could take,
-and on the PostgreSQL manual they were taken ("20.3" for how many connections are reserved, "30.5", "19.7"). The
-index, and what `offline-agent search` prints for people, keep them.
+sits in a section whose headings go beyond the document's title (a page of a manual).
 
 `retrieve[entity]` reads a table of every document title, built once per index on first use and kept while the
 index lives (a hash table for exact matches, and a BM25 index over the titles alone for the closest match), so a
@@ -22,7 +17,6 @@ the passage returned is the document's first one (the lowest passage id).
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -251,7 +245,7 @@ class SearchTool(_ThreadDetails):
             weights = index.term_idf(terms) if hasattr(index, "term_idf") else dict.fromkeys(terms, 1.0)
             texts = [_best_sentences(p, weights, settings.sentences, index.analyzer) for p in shown]
         else:
-            texts = [_clip(without_outline_number(p.text), PASSAGE_CHARS) for p in shown]
+            texts = [_clip(p.text, PASSAGE_CHARS) for p in shown]
         lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
         return "\n".join(lines)
 
@@ -355,21 +349,10 @@ class RetrieveTool(_ThreadDetails):
             "match": kind,
         }
         self.session.focus(passage)
-        return f"{without_outline_number(passage.title)}: {_clip(without_outline_number(passage.text), PASSAGE_CHARS)}"
+        return f"{passage.title}: {_clip(passage.text, PASSAGE_CHARS)}"
 
 
 HEADING_CHARS = 80
-# A section's outline number at the start of its title: two or more numbers (an appendix's letter may stand for
-# the first) joined by full stops and ended by one, then a space and a word: "20.3.", "20.3.1.", "F.2.". One number
-# alone is left ("1. FC Köln" is a club, "Chapter 20." a title), and so is a number without its closing full stop
-# ("2.5 million", "2.0 (album)"), which is how a passage that starts a sentence of text may open.
-_OUTLINE_NUMBER = re.compile(r"(?:\d+|[A-Z])(?:\.\d+)+\.\s+(?=[^\W\d_])")
-
-
-def without_outline_number(text: str) -> str:
-    """`text` less a leading section outline number ("20.3.1. Connection Settings" -> "Connection Settings")."""
-    match = _OUTLINE_NUMBER.match(text)
-    return text[match.end() :] if match is not None else text
 
 
 def _label(passage: Any) -> str:
@@ -379,8 +362,7 @@ def _label(passage: Any) -> str:
     paths were kept."""
     from offline_agent.retrieval.passages import passage_label
 
-    heading = [without_outline_number(part) for part in getattr(passage, "heading", ())]
-    return passage_label(without_outline_number(passage.title), heading, lambda part: _clip(part, HEADING_CHARS))
+    return passage_label(passage.title, getattr(passage, "heading", ()), lambda heading: _clip(heading, HEADING_CHARS))
 
 
 def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any) -> str:
@@ -388,7 +370,7 @@ def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyze
     passage's own title terms aside: every sentence of a document is about its title), in text order."""
     from offline_agent.retrieval import split_sentences
 
-    text = without_outline_number(passage.text)  # a passage that starts a section opens with its heading
+    text = passage.text
     sentences = [" ".join(text[start:end].split()) for start, end in split_sentences(text)]
     if len(sentences) <= count:
         return " ".join(_clip(sentence, PASSAGE_CHARS // 2) for sentence in sentences)
