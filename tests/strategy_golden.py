@@ -42,6 +42,8 @@ GOLDEN = HERE / "golden" / "strategies"
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from support import TINY_CORPUS  # noqa: E402  (tests/ is this script's folder, first on sys.path)
+
 from offline_agent.agents import (  # noqa: E402
     AgentCallbacks,
     AgentSettings,
@@ -58,16 +60,6 @@ from offline_agent.runner import Session, agent_tools  # noqa: E402
 from offline_agent.steps import Completion, Trajectory, Turn, Usage  # noqa: E402
 from offline_agent.tools import build_tools  # noqa: E402
 
-TINY_CORPUS = {
-    "marie-curie.md": "# Marie Curie\n\nMarie Curie was a physicist and chemist born in Warsaw in 1867. "
-    "She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
-    "warsaw.md": "# Warsaw\n\nWarsaw is the capital of Poland. The Vistula river flows through Warsaw. "
-    "The city was largely rebuilt after 1945.",
-    "vistula.md": "# Vistula\n\nThe Vistula is the longest river in Poland, about 1,047 kilometres long. "
-    "It flows into the Baltic Sea near Gdansk.",
-    "pierre-curie.md": "# Pierre Curie\n\nPierre Curie was a French physicist born in Paris in 1859. "
-    "He shared the 1903 Nobel Prize in Physics with Marie Curie.",
-}
 STRATEGIES = ("react", "act", "cot", "standard", "knowagent", "critic", "plan", "verify")
 
 
