@@ -17,6 +17,7 @@ from offline_agent.errors import ConfigError, RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.duplicates import twins_to_read
+from offline_agent.retrieval.encode import PassageEncoder
 from offline_agent.retrieval.index import BM25Index
 from offline_agent.retrieval.ingest import FileEntry, Ingested, IngestOptions, ingest_paths, walk
 
@@ -155,17 +156,23 @@ def build_from_paths(
     on_passages: Callable[[int], None] | None = None,
 ) -> BuildReport:
     """Ingest `paths` and build an index in memory (RetrievalError when no passage comes out); `workers` processes
-    read the files and tokenize the passages."""
+    read the files while this one tokenizes their passages (encode.PassageEncoder)."""
     options = options or IngestOptions()
     entries, skipped = _walk_checked(paths, options)
     if on_files is not None:
         on_files(entries)
-    ingested = ingest_paths(paths, options, progress=on_file, entries=entries, workers=workers)
+    analyzer = analyzer if analyzer is not None else Analyzer()
+    encoder = PassageEncoder(analyzer, workers=workers)
+    ingested = ingest_paths(paths, options, progress=on_file, entries=entries, workers=workers, on_read=encoder.add)
     ingested.skipped[:0] = skipped
     if not ingested.passages:
         raise RetrievalError(_empty_message(paths, ingested))
     index = BM25Index.build(
-        ingested.passages, analyzer=analyzer, variant=variant, progress=on_passages, workers=workers
+        ingested.passages,
+        analyzer=analyzer,
+        variant=variant,
+        progress=on_passages,
+        encoded=encoder.encoded(ingested.passages),
     )
     index.extra = {
         "roots": [incoming.file_name(Path(p).absolute()) for p in paths],
@@ -214,8 +221,16 @@ def update_from_paths(
     indexed_before = {s for s, f in old_files.items() if not f.get("duplicate_of")}
     if on_files is not None:
         on_files(to_read)
+    encoder = PassageEncoder(index.analyzer, workers=workers)
     ingested = ingest_paths(
-        paths, options, progress=on_file, entries=to_read, workers=workers, indexed=staying, known=indexed_before
+        paths,
+        options,
+        progress=on_file,
+        entries=to_read,
+        workers=workers,
+        indexed=staying,
+        known=indexed_before,
+        on_read=encoder.add,
     )
     ingested.skipped[:0] = skipped
     report = BuildReport(index, ingested, unchanged_files=len(entries) - len(to_read))
@@ -248,7 +263,7 @@ def update_from_paths(
             report.removed_files.append(source)
     delete_ids = index.ids_of_sources(set(dropped))
     if add or delete_ids:
-        index.update(add=add, delete=delete_ids, progress=on_passages, workers=workers)
+        index.update(add=add, delete=delete_ids, progress=on_passages, encoded=encoder.encoded(add))
     index.extra = dict(extra, files=new_files, roots=[str(Path(p).absolute()) for p in paths], ingest=options.to_dict())
     if len(index) == 0:
         raise RetrievalError(_empty_message(paths, ingested))

@@ -1,16 +1,17 @@
 """Text to postings: the tokenizing half of a build, in this process or spread over worker processes.
 
-Tokenizing is most of the cost of building an index (the rest is one sort and one pass of arithmetic), so it
-runs on batches of documents joined into one string and can run in worker processes (`encode_texts(...,
-workers=N)`). An ASCII batch never becomes Python strings token by token: its bytes go to numpy, tokens are the
-runs of letters and digits, and each token is keyed by its characters (a token of up to 8 is its own key, in
-6-bit codes; a longer one gets a hash of its 8-byte words, checked word by word against one copy of each
-distinct key, so a collision cannot merge two tokens: the batch then takes the general path). Only one token
-per distinct key goes through the analyzer. Documents that are not ASCII split with the regular expression and
-look each token up in a dictionary. Workers number terms in their own vocabularies and send back only the terms
-they have not sent before, so the parent merges a batch with one array lookup. Workers are started with "spawn"
-(safe beside threads, and the same on every platform), which needs the usual `if __name__ == "__main__":` guard
-in a script that builds an index with workers.
+Tokenizing is most of the cost of building an index (the rest is one sort and one pass of arithmetic), so it runs on
+batches of documents joined into one string and can run in worker processes (`encode_texts(..., workers=N)`). An
+ASCII batch never becomes Python strings token by token: its bytes go to numpy, tokens are the runs of letters and
+digits, and each token is keyed by its characters (a token of up to 8 is its own key, in 6-bit codes; a longer one
+gets a hash of its 8-byte words, checked word by word against one copy of each distinct key, so a collision cannot
+merge two tokens: the batch then takes the general path). Only one token per distinct key goes through the analyzer.
+Documents that are not ASCII (once the punctuation beyond ASCII, which no token holds, is a space) split with the
+regular expression and look each token up in a dictionary. Workers number terms in their own vocabularies and send
+back only the terms they have not sent before, so the parent merges a batch with one array lookup. Workers are
+started with "spawn" (safe beside threads, and the same on every platform), which needs the usual `if __name__ ==
+"__main__":` guard in a script that builds an index with workers. `PassageEncoder` tokenizes the passages of files
+while other files are still being read (catalog.py), and keeps the postings of those that are indexed in the end.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,9 @@ from offline_agent.retrieval.postings import Triples, run_starts, runs, unique_c
 BATCH = 4096
 _SEP = " \x00 "  # between documents in a batch: its NUL comes out as a token of its own
 _BATCH_RE = re.compile(f"{TOKEN_PATTERN}|\x00")
+# A character beyond ASCII that no token holds (a curly quote, a dash, an arrow, a zero-width space): it only
+# separates tokens, as a space does, so it is written as one, and a text of ASCII words takes the fast path.
+_OTHER_SEPARATORS = re.compile(r"[^\w\x00-\x7f]+")
 # _LOW_BYTES[n] keeps the first n bytes of a little-endian 8-byte word.
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -111,6 +116,8 @@ class TermCoder:
         if joined.count("\x00") != len(texts) - 1:  # NUL inside a text: blank it so it cannot split documents
             joined = _SEP.join(t.replace("\x00", " ") for t in texts)
         joined = self.analyzer.prepare(joined)
+        if not joined.isascii():
+            joined = _OTHER_SEPARATORS.sub(" ", joined)
         if joined.isascii():
             triples = self._encode_ascii(joined, len(texts))
             return triples if triples is not None else self._encode_general(joined, len(texts))
@@ -301,11 +308,16 @@ class Table:
         self.headings.append(join_heading(item.heading))
         self.lines.append(item.line)
         self.pages.append(item.page)
-        return f"{item.title}\n{item.text}" if item.title else item.text
+        return item.indexed_text
 
 
 # Below this many batches, starting worker processes costs more than it saves.
 MIN_BATCHES_PER_WORKER = 4
+
+
+def spread(n_texts: int, workers: int) -> bool:
+    """Whether `encode_texts` tokenizes `n_texts` texts in worker processes (given `workers` > 1)."""
+    return workers > 1 and -(-n_texts // BATCH) >= 2 * MIN_BATCHES_PER_WORKER
 
 
 def pin_malloc_threshold() -> None:
@@ -352,7 +364,7 @@ def encode_texts(
     starts = range(0, len(texts), BATCH)
     parts = _Blocks()
     lengths: list[np.ndarray] = []
-    if workers <= 1 or len(starts) < 2 * MIN_BATCHES_PER_WORKER:
+    if not spread(len(texts), workers):
         for start in starts:
             batch = texts[start : start + BATCH]
             part = coder.encode_texts(batch)
@@ -380,6 +392,95 @@ def encode_texts(
                 if progress is not None:
                     progress(len(n_lengths))
     return parts.done(), (np.concatenate(lengths) if lengths else np.zeros(0, np.int64))
+
+
+@dataclass
+class Encoded:
+    """Passages tokenized before the build (`PassageEncoder`): postings whose term ids index `terms` and whose doc
+    numbers are the passages' places (0..n-1) in the list they were made for, each passage's length, and the
+    analyzer that made them (`Analyzer.to_dict()`): an index built with another analyzer refuses them."""
+
+    terms: list[str]
+    parts: list[Triples]
+    lengths: np.ndarray
+    analyzer: dict[str, Any]
+
+
+class PassageEncoder:
+    """Tokenizes passages while the files they come from are still being read, `batch` passages at a time.
+
+    Indexing a folder reads files in worker processes (parallel.py) while this process waits for them; tokenizing
+    each file's passages as they arrive (`add`, ingest's on_read) puts that wait to use, where tokenizing them all
+    after the reading left one core idle. Files read but not indexed after all (duplicates found once every file
+    is read) cost their tokens only: `encoded` keeps the postings of the passages it is given, in their order, and
+    tokenizes there any it was not given before (a passage read again at the end).
+    """
+
+    def __init__(self, analyzer: Analyzer, batch: int = 1024, workers: int = 1) -> None:
+        self.coder = TermCoder(analyzer)
+        self.batch = batch
+        self.workers = workers
+        self._pending: list[Passage] = []
+        self._pending_sources: list[tuple[str, int]] = []
+        self._parts: list[Triples] = []
+        self._lengths: list[np.ndarray] = []
+        self._where: dict[str, tuple[int, int, int]] = {}  # source -> (batch number, first doc in it, passages)
+
+    def add(self, source: str, passages: Sequence[Passage]) -> None:
+        """Tokenize the passages of one file (`source`), now or with the next full batch; a file of so many
+        passages that `encode_texts` would spread them over worker processes waits for `encoded`, which does."""
+        if not passages or spread(len(passages), self.workers):
+            return
+        self._pending_sources.append((source, len(passages)))
+        self._pending.extend(passages)
+        if len(self._pending) >= self.batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        first = 0
+        for source, n in self._pending_sources:
+            self._where[source] = (len(self._parts), first, n)
+            first += n
+        self._parts.append(self.coder.encode_texts([p.indexed_text for p in self._pending]))
+        self._lengths.append(self.coder.lengths)
+        self._pending, self._pending_sources = [], []
+
+    def encoded(self, passages: Sequence[Passage]) -> Encoded:
+        """The postings of `passages` (doc numbers: their places in the list), from what `add` tokenized where a
+        file's passages run together in the list as they were added, tokenized now where not."""
+        self._flush()
+        places = [np.full(len(lengths), -1, np.int64) for lengths in self._lengths]
+        late: list[int] = []
+        at = 0
+        for source, run in itertools.groupby(passages, key=lambda p: p.source):
+            n = sum(1 for _ in run)
+            where = self._where.get(source)
+            if where is not None and where[2] == n:
+                number, first, _ = where
+                places[number][first : first + n] = np.arange(at, at + n)
+            else:
+                late.extend(range(at, at + n))
+            at += n
+        lengths = np.zeros(len(passages), np.int64)
+        kept: list[Triples] = []
+        batches = list(zip(self._parts, self._lengths, places, strict=True))
+        if late:
+            late_places = np.asarray(late, dtype=np.int64)
+            late_parts, late_lengths = encode_texts(
+                [passages[i].indexed_text for i in late], self.coder, workers=self.workers
+            )
+            lengths[late_places] = late_lengths
+            batches += [(part, None, late_places) for part in late_parts]
+        for part, part_lengths, place in batches:
+            if part_lengths is not None:
+                used = place >= 0
+                lengths[place[used]] = part_lengths[used]
+            docs = place[part.docs]
+            keep = docs >= 0
+            kept.append(Triples(part.terms[keep], docs[keep].astype(np.int32), part.tf[keep]))
+        return Encoded(list(self.coder.terms), kept, lengths, self.coder.analyzer.to_dict())
 
 
 class _Blocks:

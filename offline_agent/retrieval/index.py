@@ -1,7 +1,7 @@
 """BM25Index: build, search, update, save and load a BM25 index over passages.
 
 The index owns three things: the analyzer and scoring constants (saved with it), the passage table
-(`passages.StringColumn`s and flat arrays, one row per passage id) and the postings (`postings.Postings`).
+(`columns.StringColumn`s and flat arrays, one row per passage id) and the postings (`postings.Postings`).
 Passage ids are row numbers; they never change for the life of an index, so a deleted passage leaves a dead
 row whose text is dropped, and added passages get new ids at the end. Any change recomputes every weight from
 the stored term frequencies (N and the average length change with it), so an updated index scores exactly like
@@ -22,8 +22,9 @@ from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.checks import check_index_arrays
 from offline_agent.retrieval.checksums import PendingChecks, lazy_checks
-from offline_agent.retrieval.encode import BATCH, Table, TermCoder, encode_texts, pin_malloc_threshold
-from offline_agent.retrieval.passages import DECODE_ERRORS, Passage, SearchResult, StringColumn, split_heading
+from offline_agent.retrieval.columns import DECODE_ERRORS, StringColumn
+from offline_agent.retrieval.encode import BATCH, Encoded, Table, TermCoder, encode_texts, pin_malloc_threshold
+from offline_agent.retrieval.passages import Passage, SearchResult, split_heading
 from offline_agent.retrieval.postings import Postings, Searcher, TermIds, Triples, build_postings, unique_sorted
 from offline_agent.retrieval.scoring import BM25Params
 
@@ -79,17 +80,19 @@ class BM25Index:
         delta: float = 1.0,
         progress: ProgressFn | None = None,
         workers: int = 1,
+        encoded: Encoded | None = None,
     ) -> BM25Index:
         """Index `passages_or_docs`: plain strings (each its own document) or `Passage`s (ids become 0..n-1).
 
         A passage's title, when it has one, is indexed with its text. `variant` is "okapi" (rank-bm25's
         BM25Okapi), "lucene" or "plus" (BM25+); `progress` is called with the number of passages just
         tokenized; `workers` > 1 tokenizes in that many processes (large builds only; see `encode`).
+        `encoded` holds the passages' postings already made (`encode.PassageEncoder`), so none is tokenized here.
         """
         analyzer = analyzer if analyzer is not None else Analyzer()
         params = BM25Params(variant=variant, k1=k1, b=b, epsilon=epsilon, delta=delta)
         index = cls._empty(analyzer, params)
-        index._apply(passages_or_docs, None, progress=progress, workers=workers)
+        index._apply(passages_or_docs, None, progress=progress, workers=workers, encoded=encoded)
         return index
 
     @classmethod
@@ -173,9 +176,11 @@ class BM25Index:
         *,
         progress: ProgressFn | None = None,
         workers: int = 1,
+        encoded: Encoded | None = None,
     ) -> np.ndarray:
-        """Delete then add in one pass (one weight recomputation); return the new ids."""
-        return self._apply(add, delete, progress=progress, workers=workers)
+        """Delete then add in one pass (one weight recomputation); return the new ids. `encoded` is as for
+        `build`."""
+        return self._apply(add, delete, progress=progress, workers=workers, encoded=encoded)
 
     def _apply(
         self,
@@ -184,6 +189,7 @@ class BM25Index:
         *,
         progress: ProgressFn | None = None,
         workers: int = 1,
+        encoded: Encoded | None = None,
     ) -> np.ndarray:
         self._check("all")  # an update must not carry damaged arrays into the new generation
         base = len(self._t["dl"])
@@ -197,10 +203,25 @@ class BM25Index:
         if len(texts) + base > 50_000:
             pin_malloc_threshold()
         coder = TermCoder(self.analyzer, self._postings.vocab.tolist())
-        parts, new_dl = encode_texts(texts, coder, first_doc=base, workers=workers, progress=progress)
+        if encoded is None:
+            parts, new_dl = encode_texts(texts, coder, first_doc=base, workers=workers, progress=progress)
+        else:
+            parts, new_dl = self._encoded_parts(encoded, coder, len(texts), base)
+            if progress is not None and len(texts):
+                progress(len(texts))
         del texts
         self._merge(parts, coder.terms, new_dl, table, dead)
         return np.arange(base, base + len(table), dtype=np.int64)
+
+    def _encoded_parts(self, encoded: Encoded, coder: TermCoder, n: int, base: int) -> tuple[list[Triples], np.ndarray]:
+        """`encoded`'s postings in this index's term ids, numbered from `base`, for `n` new passages."""
+        if len(encoded.lengths) != n:
+            raise ValueError(f"encoded postings are for {len(encoded.lengths)} passages, not the {n} given")
+        if encoded.analyzer != self.analyzer.to_dict():
+            raise ValueError("the passages were tokenized with another analyzer than this index's")
+        ids = np.fromiter(map(coder.vocab.__getitem__, encoded.terms), np.int64, len(encoded.terms))
+        parts = [Triples(ids[p.terms].astype(np.int32), (p.docs + base).astype(np.int32), p.tf) for p in encoded.parts]
+        return parts, encoded.lengths
 
     def _merge(self, parts: list[Triples], terms: list[str], new_dl: np.ndarray, table: Table, dead: list[int]) -> None:
         t = self._t

@@ -252,6 +252,7 @@ def ingest_paths(
     workers: int = 1,
     indexed: dict[str, dict[str, Any]] | None = None,
     known: set[str] | frozenset[str] = frozenset(),
+    on_read: Callable[[str, list[Passage]], None] | None = None,
 ) -> Ingested:
     """Read every supported file under `paths` into passages (ids 0..n-1), recording what was skipped and why, and
     which files duplicate another (duplicates.py: they give no passages).
@@ -260,7 +261,9 @@ def ingest_paths(
     read only those files (what `walk` found) instead of walking `paths`. `workers` > 1 reads files in that many
     processes (parallel.py), in the same order. For an update, `indexed` holds the records of the files that stay
     in the index as they are (a file read now that has the same text is their duplicate), and `known` the files
-    read again that were indexed before (they keep their place before new duplicates).
+    read again that were indexed before (they keep their place before new duplicates). `on_read` is called with
+    each file's source and passages (ids from 0) as soon as it is read, before duplicates are known (catalog.py
+    tokenizes them there, while the workers read on).
     """
     options = options or IngestOptions()
     if isinstance(paths, (str, Path)):
@@ -283,6 +286,8 @@ def ingest_paths(
                 progress(entry, 0)
             continue
         read.append((entry, *outcome))
+        if on_read is not None:
+            on_read(entry.source, outcome[0])
         if progress is not None:
             progress(entry, len(outcome[0]))
     candidates = [Candidate(entry.source, fp["content"], entry.source in known) for entry, _, fp, _ in read]

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from offline_agent.retrieval.columns import StringColumn
 from offline_agent.retrieval.kernel import KERNEL
-from offline_agent.retrieval.passages import StringColumn
 from offline_agent.retrieval.scoring import BM25Params
 
 _WEIGHT_CHUNK = 1 << 20

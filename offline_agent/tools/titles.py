@@ -65,7 +65,7 @@ class TitleTable:
     """
 
     def __init__(self, titles: list[str], first_ids: np.ndarray, analyzer: Any = None) -> None:
-        from offline_agent.retrieval.passages import StringColumn
+        from offline_agent.retrieval.columns import StringColumn
 
         order = np.argsort(np.asarray(first_ids, dtype=np.int64), kind="stable")
         self.passage_ids = np.asarray(first_ids, dtype=np.int64)[order]

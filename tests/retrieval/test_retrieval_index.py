@@ -212,7 +212,7 @@ def test_term_lookup_by_dictionary_equals_the_hash_table(monkeypatch: pytest.Mon
     ],
 )
 def test_string_column_tolist_equals_reading_each_row(strings: list[str]) -> None:
-    from offline_agent.retrieval.passages import StringColumn
+    from offline_agent.retrieval.columns import StringColumn
 
     column = StringColumn.from_strings(strings)
     assert column.tolist() == [column[i] for i in range(len(column))] == strings
