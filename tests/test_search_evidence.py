@@ -172,6 +172,26 @@ def test_sentence_snippets_keep_the_first_and_the_sentence_that_weighs_most(link
     )
 
 
+def test_sentence_snippets_can_show_what_follows_the_best_sentence(tmp_path: Path) -> None:
+    # A manual states a setting in one sentence and its default in the short one after it.
+    text = (
+        "These settings control connections. The max_slots setting keeps slots for administrators. "
+        "The default is three. Changing it needs a restart. Other settings follow."
+    )
+    others = [("Logging", "Logs go to stderr."), ("Memory", "Buffers hold pages."), ("Vacuum", "Vacuum frees rows.")]
+    index = titled_corpus(tmp_path / "manual.jsonl", [("Connection Settings", text), *others])
+    question = "How many slots does max_slots keep for administrators?"
+    shown = {
+        after: search_tool(index, question, k=1, snippet="sentences", sentences=2, sentences_after=after)(
+            "max_slots administrators"
+        )
+        for after in (0, 1)
+    }
+    opening = "[1] Connection Settings: These settings control connections. The max_slots setting keeps slots for"
+    assert shown[0] == f"{opening} administrators."
+    assert shown[1] == f"{opening} administrators. The default is three."
+
+
 def test_open_named_shows_the_document_an_answer_names(linked_index) -> None:
     tool = search_tool(linked_index, k=3)
     shown = tool.open_named("Shirley Temple")
@@ -194,7 +214,10 @@ def test_open_found_shows_what_a_search_for_a_whole_text_finds_less_what_was_rea
     assert tool.open_found(question, exclude=every) is None
 
 
-@pytest.mark.parametrize("settings", [{"links": -1}, {"links": 21}, {"sentences": 0}, {"k": 0}])
+@pytest.mark.parametrize(
+    "settings",
+    [{"links": -1}, {"links": 21}, {"sentences": 0}, {"k": 0}, {"sentences_after": -1}, {"sentences_after": 6}],
+)
 def test_bad_search_settings_are_refused(settings) -> None:
     with pytest.raises(ConfigError):
         SearchSettings(**settings)

@@ -158,6 +158,12 @@ class StrategyOptions:
     sentences: int = option(
         3, "With snippet=sentences: sentences shown per passage, its first one included.", low=1, high=20
     )
+    sentences_after: int = option(
+        0,
+        "With snippet=sentences: also show the N sentences after each best one (its 'The default is ...').",
+        low=0,
+        high=5,
+    )
     title_boost: bool = option(False, "Put the document whose title the query names first, whatever its BM25 rank.")
     links: int = option(
         0, "Also show up to N documents the found passages name: the next hop, without another search.", low=0, high=20
@@ -180,6 +186,7 @@ class StrategyOptions:
             sentences=self.sentences,
             title_boost=self.title_boost,
             links=self.links,
+            sentences_after=self.sentences_after,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,7 +43,9 @@ class SearchSettings:
     cut off. `title_boost`: a document whose title the query names (all of the title's terms are in the query)
     comes first, whatever its BM25 rank. `links`: up to this many documents that the passages name (titles.py:
     their title is written in a passage's text) are shown after the passages, in the order they are named: the
-    second hop of a question that goes through an entity, found without another search.
+    second hop of a question that goes through an entity, found without another search. `sentences_after`: with
+    "sentences", each best sentence comes with the ones after it (a manual states a setting, then "The default is
+    ...").
     """
 
     k: int = SEARCH_K
@@ -51,6 +53,7 @@ class SearchSettings:
     sentences: int = 3
     title_boost: bool = False
     links: int = 0
+    sentences_after: int = 0
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -63,6 +66,8 @@ class SearchSettings:
             raise ConfigError("sentences per passage must be between 1 and 20")
         if not 0 <= self.links <= 20:
             raise ConfigError("links per search must be between 0 and 20")
+        if not 0 <= self.sentences_after <= 5:
+            raise ConfigError("sentences shown after each best one must be between 0 and 5")
 
 
 @dataclass
@@ -243,7 +248,8 @@ class SearchTool(_ThreadDetails):
             index = session.index
             terms = set(index.analyzer.tokens(query)) | set(index.analyzer.tokens(session.question))
             weights = index.term_idf(terms) if hasattr(index, "term_idf") else dict.fromkeys(terms, 1.0)
-            texts = [_best_sentences(p, weights, settings.sentences, index.analyzer) for p in shown]
+            after = settings.sentences_after
+            texts = [_best_sentences(p, weights, settings.sentences, index.analyzer, after) for p in shown]
         else:
             texts = [_clip(p.text, PASSAGE_CHARS) for p in shown]
         lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
@@ -365,9 +371,10 @@ def _label(passage: Any) -> str:
     return passage_label(passage.title, getattr(passage, "heading", ()), lambda heading: _clip(heading, HEADING_CHARS))
 
 
-def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any) -> str:
+def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any, after: int = 0) -> str:
     """The first sentence of the passage and the count - 1 others whose terms weigh most in `weights` (the
-    passage's own title terms aside: every sentence of a document is about its title), in text order."""
+    passage's own title terms aside: every sentence of a document is about its title), each of those with the
+    `after` sentences that follow it, in text order."""
     from offline_agent.retrieval import split_sentences
 
     text = passage.text
@@ -378,7 +385,8 @@ def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyze
     wanted = {term: weight for term, weight in weights.items() if term not in own}
     scores = [sum(wanted.get(term, 0.0) for term in set(analyzer.tokens(sentence))) for sentence in sentences]
     rest = sorted(range(1, len(sentences)), key=lambda i: (-scores[i], i))[: count - 1]
-    chosen = sorted([0, *rest])
+    rest += [i + step for i in rest for step in range(1, after + 1) if i + step < len(sentences)]
+    chosen = sorted({0, *rest})
     out = []
     for position, index in enumerate(chosen):
         if position and index != chosen[position - 1] + 1:

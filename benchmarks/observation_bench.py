@@ -1,0 +1,105 @@
+"""What the first search shows, without a model: is the gold answer in the Observation, and how long is it?
+
+For each question of the three development corpora, the search tool runs once with the question itself as the
+query, under the answer profile's search settings (4 passages, sentence snippets, linked documents) and under the
+variants named by --variants, and the Observation is checked for any accepted answer (normalized as eval's EM
+normalizes, as a whole-word run). This is the reading half of a run that the model never gets to fix: an answer
+that is not on the page cannot be copied from it. It prints, per corpus and variant, the questions whose answer
+is in the Observation, and the Observation's mean length in characters (what the prompt pays for it).
+
+    python benchmarks/observation_bench.py                       # sample, pgdocs (index pgdocs-new), dev200
+    python benchmarks/observation_bench.py --corpora pgdocs --pgdocs-index pgdocs
+
+A rise here is not a rise in EM: it says what the model is given to read. Variants are SearchSettings fields
+(`sentences=3`) or `after=1`, which also shows the sentence after each chosen one (`after` is the
+`sentences_after` setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
+sys.path.insert(0, str(ROOT))
+
+from offline_agent.agents.settings import agent_settings  # noqa: E402
+from offline_agent.eval.datasets import load_dataset  # noqa: E402
+from offline_agent.normalize import normalize_answer  # noqa: E402
+from offline_agent.retrieval import open_corpus  # noqa: E402
+from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool  # noqa: E402
+
+CORPORA = {
+    "sample": (ROOT / "corpora" / "sample" / "questions.jsonl", ROOT / "corpora" / "sample"),
+    "pgdocs": (DATA / "pgdocs" / "questions.jsonl", None),
+    "dev200": (
+        DATA / "hotpotqa" / "hotpot_dev200_distractor.json",
+        DATA / "hotpotqa" / "hotpot_pool5716_corpus.jsonl",
+    ),
+}
+
+
+def profile_search() -> dict[str, Any]:
+    """The answer profile's search settings, as the default agent runs with them."""
+    options = agent_settings().options
+    return {
+        "k": options.search_k,
+        "snippet": options.snippet,
+        "sentences": options.sentences,
+        "links": options.links,
+        "sentences_after": getattr(options, "sentences_after", 0),
+    }
+
+
+def holds(observation: str, answers: tuple[str, ...]) -> bool:
+    text = f" {normalize_answer(observation)} "
+    return any(f" {a} " in text for a in (normalize_answer(x) for x in answers) if a)
+
+
+def run(corpus: str, index: Any, questions: list[Any], variants: dict[str, dict[str, Any]]) -> None:
+    for name, fields in variants.items():
+        found, chars = 0, 0
+        for record in questions:
+            session = CorpusSession(index, SearchSettings(**fields), question=record.question)
+            observation = str(SearchTool(session)(record.question))
+            found += holds(observation, record.answers or (record.answer,))
+            chars += len(observation)
+        n = len(questions)
+        print(f"| {corpus} | {name} | {found}/{n} ({100 * found / n:.1f}%) | {chars / n:.0f} |", flush=True)
+
+
+def parse_variant(text: str, base: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    fields = dict(base)
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        key = {"after": "sentences_after"}.get(key, key)
+        fields[key] = int(value) if re.fullmatch(r"-?\d+", value) else value
+    return text, fields
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpora", default="sample,pgdocs,dev200")
+    parser.add_argument("--pgdocs-index", default="pgdocs-new", help="the name of the manual's index")
+    parser.add_argument("--variants", default="after=1", help="';'-separated variants, e.g. 'after=1;sentences=3'")
+    args = parser.parse_args()
+    base = profile_search()
+    variants = dict([("profile", base), *(parse_variant(v, base) for v in args.variants.split(";") if v)])
+    print("| corpus | variant | answer in the Observation | mean characters |")
+    print("|---|---|---|---|")
+    for corpus in args.corpora.split(","):
+        questions_path, pool = CORPORA[corpus]
+        if not questions_path.exists():
+            print(f"| {corpus} | skipped: {questions_path} not found | | |")
+            continue
+        index = open_corpus(pool if pool is not None else args.pgdocs_index)
+        run(corpus, index, list(load_dataset(questions_path)), variants)
+
+
+if __name__ == "__main__":
+    main()
