@@ -653,6 +653,48 @@ def test_kind_refuses_a_year_for_a_number_and_a_number_for_a_thing(
     assert trajectory.answer == answer
 
 
+MANUAL = {
+    "pg-isready.md": "# pg_isready\n\n## Exit Status\n\npg_isready returns 0 to the shell if the server is accepting "
+    "connections, 1 if it is rejecting them, 2 if there was no response to the connection attempt, and 3 if no "
+    "attempt was made.",
+    "psql.md": "# psql\n\n## Exit Status\n\npsql returns 0 to the shell if it finished normally, 1 if a fatal "
+    "error of its own occurs, and 3 if an error occurred in a script and ON_ERROR_STOP was set.",
+    "ssl.md": "# Secure TCP/IP Connections with SSL\n\nIf the private key file is owned by root, its permissions "
+    "may be 0640 or less. The file was first required in 1999.",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "search", "answer"),
+    [  # a manual's numbers are the things asked for: an exit status, an exit code, a permission mode
+        ("What exit status does pg_isready return when there was no response?", "pg_isready exit status", "2"),
+        (
+            "With ON_ERROR_STOP set, what exit code does psql return when a script fails?",
+            "psql exit ON_ERROR_STOP",
+            "3",
+        ),
+        ("If the private key file is owned by root, what permissions may it have?", "private key permissions", "0640"),
+    ],
+)
+def test_a_number_that_is_no_year_answers_a_which_noun_question(tmp_path, question, search, answer) -> None:
+    index = index_of(tmp_path / "manual", MANUAL)
+    agent, _ = make(index, [f"Thought: a\nAction: search[{search}]", f"Thought: b\nFinal: {answer}"])
+    trajectory = agent.run(question)
+    assert trajectory.answer == answer and trajectory.steps[1].details.refusal is None
+
+
+def test_a_year_is_still_no_thing_in_a_manual(tmp_path) -> None:
+    index = index_of(tmp_path / "manual", MANUAL)
+    outputs = [
+        "Thought: a\nAction: search[private key permissions]",
+        "Thought: b\nFinal: 1999",
+        "Thought: c\nFinal: 0640",
+    ]
+    agent, _ = make(index, outputs)
+    trajectory = agent.run("If the private key file is owned by root, what permissions may it have?")
+    assert trajectory.steps[1].details.refusal.reason == "kind" and trajectory.answer == "0640"
+
+
 def test_a_step_no_check_sees_may_only_answer_a_number_question_with_a_number(tiny_index) -> None:
     # The last step may only answer and no check sees it: the grammar offers only the spans that fit the kind asked.
     outputs = ["Thought: a\nAction: search[Vistula river Poland]", "Thought: b\nFinal: 1,047 kilometres"]

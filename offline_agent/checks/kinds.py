@@ -7,8 +7,9 @@ several of these refusals also show that document (`Refusal.show_document`).
   how many inhabitants?"), or asks for a number and gets a year ("1959" for "How many copies ... sold?": English
   writes a count of a thousand or more with a comma), or a date and gets a bare number of one to three digits
   ("17"). A name that titles a document ("Carrefour" for "... a chain that operated how many hypermarkets?") also
-  shows its document. And a "which/what NOUN" question answered with a bare number that titles no document ("1927"
-  for "In which city ...?"): a number is no city.
+  shows its document. And a "which/what NOUN" question answered with a year that titles no document ("1927" for
+  "In which city ...?"): a year is no city. Any other bare number may be the thing itself in a manual's terms (an
+  exit status 2, permissions 0640, a release 14), so it stands.
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") answered
   with a document whose first sentence does not say it is one ("Dublin": "Dublin is the capital and largest city
   of Ireland"). Only what the sentence says its subject is counts, not the names of what it is in.
@@ -62,14 +63,14 @@ class Kind(Check):
 
 
 class NumberForAThing(Check):
-    """`kind`, of a "which/what NOUN" question answered with a bare number that titles no document."""
+    """`kind`, of a "which/what NOUN" question answered with a year that titles no document."""
 
     name = "kind"
     says_search = True
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         form, answer = candidate.form, candidate.answer
-        if not form.asks_for or _LETTER.search(answer) or _definition(candidate) is not None:
+        if not form.asks_for or not reads_as_year(answer) or _definition(candidate) is not None:
             return None
         text = texts()["number_for_a_thing"].format(kind=" ".join(form.asks_for), answer=answer, question=form.question)
         return Refusal(self.name, text)
