@@ -16,10 +16,10 @@ behind the names (offline_agent.agents, .runner, .eval, ...) are importable as b
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from offline_agent._version import __version__
+from offline_agent.lazy import lazy_names
 
 # Each public name -> the module that defines it.
 _EXPORTS = {
@@ -69,14 +69,7 @@ if TYPE_CHECKING:
     from offline_agent.steps import Trajectory, Turn
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use (and kept here after)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'offline_agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

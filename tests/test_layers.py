@@ -2,7 +2,7 @@
 
 The layers, lowest first (a module may import its own layer and those below it, never one above):
 
-    1. values      _version, errors, details, steps, jsonio, normalize, resources, outputs, prompts, models,
+    1. values      _version, lazy, errors, details, steps, jsonio, normalize, resources, outputs, prompts, models,
                    incoming (text that comes in), terminal (text that goes out to a terminal)
     2. retrieval   the corpus, the analyzer, the BM25 index (needs only values)
     3. text        literals, grounding, grammar, parse, answer_form, compare, injection (the step format and what
@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "values",
         (
             "_version",
+            "lazy",
             "errors",
             "details",
             "steps",

@@ -11,8 +11,9 @@ imports the readers and the chunker only, not the index, its storage and numpy.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from offline_agent.lazy import lazy_names
 
 # Each public name -> the module that defines it.
 _EXPORTS = {
@@ -68,11 +69,4 @@ if TYPE_CHECKING:
     from offline_agent.retrieval.sentences import chunk_spans, first_sentence, split_sentences
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use (and kept here after)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'offline_agent.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS, globals())
