@@ -70,6 +70,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.search_after_refusal": False,
     "agent_config.read_hop": False,
     "agent_config.scope": None,
+    "agent_config.sentences_after": 0,
     "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }
 
