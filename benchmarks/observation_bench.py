@@ -18,6 +18,7 @@ A rise here is not a rise in EM: it says what the model is given to read. Varian
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -44,28 +45,16 @@ CORPORA = {
 }
 
 
-def profile_search() -> dict[str, Any]:
-    """The answer profile's search settings, as the default agent runs with them."""
-    options = agent_settings().options
-    return {
-        "k": options.search_k,
-        "snippet": options.snippet,
-        "sentences": options.sentences,
-        "links": options.links,
-        "sentences_after": getattr(options, "sentences_after", 0),
-    }
-
-
 def holds(observation: str, answers: tuple[str, ...]) -> bool:
     text = f" {normalize_answer(observation)} "
     return any(f" {a} " in text for a in (normalize_answer(x) for x in answers) if a)
 
 
-def run(corpus: str, index: Any, questions: list[Any], variants: dict[str, dict[str, Any]]) -> None:
-    for name, fields in variants.items():
+def run(corpus: str, index: Any, questions: list[Any], variants: dict[str, SearchSettings]) -> None:
+    for name, settings in variants.items():
         found, chars = 0, 0
         for record in questions:
-            session = CorpusSession(index, SearchSettings(**fields), question=record.question)
+            session = CorpusSession(index, settings, question=record.question)
             observation = str(SearchTool(session)(record.question))
             found += holds(observation, record.answers or (record.answer,))
             chars += len(observation)
@@ -73,13 +62,14 @@ def run(corpus: str, index: Any, questions: list[Any], variants: dict[str, dict[
         print(f"| {corpus} | {name} | {found}/{n} ({100 * found / n:.1f}%) | {chars / n:.0f} |", flush=True)
 
 
-def parse_variant(text: str, base: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    fields = dict(base)
+def parse_variant(text: str, base: SearchSettings) -> tuple[str, SearchSettings]:
+    """A variant ("after=1,sentences=3") of the answer profile's search settings, `base`."""
+    fields: dict[str, Any] = {}
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
         key = {"after": "sentences_after"}.get(key, key)
         fields[key] = int(value) if re.fullmatch(r"-?\d+", value) else value
-    return text, fields
+    return text, dataclasses.replace(base, **fields)
 
 
 def main() -> None:
@@ -88,7 +78,7 @@ def main() -> None:
     parser.add_argument("--pgdocs-index", default="pgdocs-new", help="the name of the manual's index")
     parser.add_argument("--variants", default="after=1", help="';'-separated variants, e.g. 'after=1;sentences=3'")
     args = parser.parse_args()
-    base = profile_search()
+    base = agent_settings().options.search_settings()  # the answer profile's, as the default agent searches
     variants = dict([("profile", base), *(parse_variant(v, base) for v in args.variants.split(";") if v)])
     print("| corpus | variant | answer in the Observation | mean characters |")
     print("|---|---|---|---|")

@@ -194,21 +194,23 @@ class BM25Index:
         self._check("all")  # an update must not carry damaged arrays into the new generation
         base = len(self._t["dl"])
         table = Table()
-        texts: list[str] = []
+        texts: list[str] = []  # what to tokenize: nothing where `encoded` holds the postings already
         for batch in _batches(docs, BATCH):
-            texts.extend(table.extend(batch, base + len(texts)))
+            batch_texts = table.extend(batch, base + len(table))
+            if encoded is None:
+                texts.extend(batch_texts)
         dead = [] if delete is None else [int(i) for i in delete]
-        if not texts and not dead:
+        if not len(table) and not dead:
             return np.zeros(0, np.int64)
-        if len(texts) + base > 50_000:
+        if len(table) + base > 50_000:
             pin_malloc_threshold()
         coder = TermCoder(self.analyzer, self._postings.vocab.tolist())
         if encoded is None:
             parts, new_dl = encode_texts(texts, coder, first_doc=base, workers=workers, progress=progress)
         else:
-            parts, new_dl = self._encoded_parts(encoded, coder, len(texts), base)
-            if progress is not None and len(texts):
-                progress(len(texts))
+            parts, new_dl = self._encoded_parts(encoded, coder, len(table), base)
+            if progress is not None and len(table):
+                progress(len(table))
         del texts
         self._merge(parts, coder.terms, new_dl, table, dead)
         return np.arange(base, base + len(table), dtype=np.int64)
