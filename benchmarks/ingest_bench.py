@@ -18,6 +18,8 @@ PostgreSQL manual copied to a temporary folder, one page a run given a new parag
 
 Each figure is the median of --repeat runs with the smallest and largest beside it: the machine is shared, so
 the load average is printed with every run, and two runs of the same code are compared within one session only.
+The engines take turns, one run each a round, and "x baseline" is the median over rounds of the baseline's time
+over the engine's in the same round (the speed of a shared machine drifts from one minute to the next).
 Needs the bench extra (bm25s, selectolax) and the two Debian packages; a corpus that is missing is skipped.
 """
 
@@ -181,11 +183,14 @@ def main() -> None:
         files = corpus_files(path)
         mb = sum(f.stat().st_size for f in files) / 1e6
         runs: dict[str, list[dict[str, Any]]] = {"ours": [], "baseline": [], "main": []}
-        plan = [("ours", args.repeat), ("baseline", args.repeat)]
-        if args.before_src is not None:
-            plan.append(("main", args.before_repeat))
-        for engine, count in plan:
-            for _ in range(count):
+        engines = ["ours", "baseline"] + (["main"] if args.before_src is not None else [])
+        for round_ in range(args.repeat):
+            # One run of each engine a round, the order turned each round: the machine's speed drifts, and runs
+            # of one engine in a row would meet a slow minute together.
+            turn = round_ % len(engines)
+            for engine in engines[turn:] + engines[:turn]:
+                if engine == "main" and round_ >= args.before_repeat:
+                    continue
                 load = os.getloadavg()[0]
                 with tempfile.TemporaryDirectory(prefix="ingest-bench-") as tmp:
                     if engine == "baseline":
@@ -196,18 +201,22 @@ def main() -> None:
                 result["load"] = load
                 runs[engine].append(result)
                 print(f"  {name} {engine}: {result['seconds']:.2f} s, {result['passages']:,} passages, load {load:.1f}")
-        base = statistics.median(r["seconds"] for r in runs["baseline"])
-        for engine in ("ours", "baseline", "main"):
+        for engine in engines:
             if not runs[engine]:
                 continue
             seconds = [r["seconds"] for r in runs[engine]]
             median = statistics.median(seconds)
             passages = runs[engine][0]["passages"]
+            # The baseline's time over this engine's in the same round, the median over rounds.
+            paired = statistics.median(b["seconds"] / r["seconds"] for b, r in zip(runs["baseline"], runs[engine]))
             rows.append(
                 f"| {name} | {len(files):,} | {mb:.1f} | {engine} | {passages:,} | {spread(seconds)} | "
-                f"{mb / median:.1f} | {passages / median:,.0f} | {base / median:.2f} |"
+                f"{mb / median:.1f} | {passages / median:,.0f} | {paired:.2f} |"
             )
-    print("\n| corpus | files | MB | engine | passages | seconds: median (min-max) | MB/s | passages/s | x baseline |")
+    print(
+        "\n| corpus | files | MB | engine | passages | seconds: median (min-max) | MB/s | passages/s "
+        "| x baseline (time, same round) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if not args.no_update and CORPORA["pg"].exists():
