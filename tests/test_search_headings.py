@@ -13,7 +13,8 @@ from support import ROOT, need_shared_data
 
 from offline_agent.retrieval import open_corpus
 from offline_agent.retrieval.passages import heading_beyond_title
-from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool
+from offline_agent.grounding import Grounding
+from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool, unnumbered
 
 PAGES = ROOT / "tests" / "retrieval" / "html_pages"
 
@@ -51,9 +52,29 @@ def test_a_manual_page_shows_the_section_path_after_its_title(tmp_path: Path) ->
         "[1] Tide Tables > Reading a table > Spring tides: Spring tides Spring tides come two days after a full or "
         "new moon. Their range reaches 4.2 metres."
     )
-    # the page's own heading (the title) is not repeated; a section below it is
-    assert observation(index, "bollards berth", k=1).startswith("[1] 4.2. Mooring Lines: 4.2. Mooring Lines ")
-    assert observation(index, "frayed lines millimetres", k=1).startswith("[1] 4.2. Mooring Lines > 4.2.1. Rope: ")
+    # the page's own heading (the title) is not repeated; a section below it is; section numbers are not shown
+    assert observation(index, "bollards berth", k=1).startswith("[1] Mooring Lines: Mooring Lines Every berth ")
+    assert observation(index, "frayed lines millimetres", k=1).startswith("[1] Mooring Lines > Rope: Rope Lines ")
+
+
+@pytest.mark.parametrize("snippet", ["head", "sentences"])
+def test_section_numbers_are_neither_shown_nor_answers(tmp_path: Path, snippet: str) -> None:
+    """A model asked for a number wrote the section number nearest to it: the PostgreSQL manual's "20.3.1" for the
+    reserved connection slots, "49.2" for the same question on another page, "20.3.1" for a socket's permissions.
+    Headings lose their numbers of two levels or more in what the model reads, so they cannot be grounded answers;
+    the numbers in the text itself stay, and one level is kept ("1. FC Köln" is a name)."""
+    (tmp_path / "rope.html").write_bytes((PAGES / "docbook.html").read_bytes())
+    (tmp_path / "club.md").write_text("# 1. FC Köln\n\n1. FC Köln is a football club founded in 1948.\n")
+    index = open_corpus(tmp_path)
+    question = "How thick must mooring lines be, in millimetres?"
+    shown = observation(index, question, k=1, snippet=snippet)
+    assert "4.2" not in shown.split(" Table 4.1.")[0] and "16 millimetres" in shown
+    grounding = Grounding([question, shown])
+    assert grounding.accepts("16 millimetres") and not grounding.accepts("4.2.1") and not grounding.accepts("4.2")
+    assert observation(index, "football club founded", k=1, snippet=snippet).startswith("[1] 1. FC Köln: 1. FC Köln is")
+    assert unnumbered("20.3.1. Connection Settings") == "Connection Settings" == unnumbered("Connection Settings")
+    assert unnumbered("F.3. auth_delay") == "auth_delay"
+    assert unnumbered("3.11.2 Documentation") == "3.11.2 Documentation"  # a version, not a section number
 
 
 def test_the_sample_corpus_has_no_heading_beyond_its_titles() -> None:

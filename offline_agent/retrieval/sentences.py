@@ -6,9 +6,10 @@ the exact characters it came from; the agent's lookup tool uses the same sentenc
 Rules (deliberately simple, no model): a sentence ends at `.`, `!`, `?`, `…` or their CJK forms (with any
 closing quotes or brackets right after) when whitespace follows and the next word does not start in lowercase;
 a blank line, or a line break before a list item or heading, always ends one. A period after a known
-abbreviation ("Dr.", "e.g.") or a single capital letter ("J. Smith") does not end one. Limits: no
-language-specific rules beyond this; sentences inside quotes that end in `.` followed by a lowercase word stay
-joined with what follows.
+abbreviation ("Dr.", "e.g.") or a single capital letter ("J. Smith") does not end one, nor does the period of a
+number that starts a line ("20.3. Connections and Authentication", "1. Install it"): a numbered heading or list
+item is one sentence, not a number and then the rest. Limits: no language-specific rules beyond this; sentences
+inside quotes that end in `.` followed by a lowercase word stay joined with what follows.
 
 Time is linear in the length of the text: each candidate end looks back only over the word before it, and a run of
 end marks (a row of dots) is tried once, from its first mark.
@@ -31,6 +32,8 @@ _BREAK_RE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•]\s|\d+[.)]\s|#{1,6}
 _WORD_BEFORE_RE = re.compile(r"(\S+)$")
 _NEXT_RE = re.compile(r"\s*(\S)")
 _WS_RE = re.compile(r"\S+")
+# The number of a section or list item: "20", "20.3", "49.2.2", "f.3" (an appendix's), before its final period.
+_NUMBER_LABEL_RE = re.compile(r"(?:\d+|[a-z])(?:\.\d+)*")
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -87,7 +90,17 @@ def _is_sentence_end(text: str, start: int, end: int) -> bool:
             w = word.group(1).lstrip("(\"'“‘").lower()
             if w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha()):
                 return False
+            if _NUMBER_LABEL_RE.fullmatch(w) and _starts_line(text, word.start(1)):
+                return False  # "20.3. Connections" or "1. Install": a heading's or a list item's number
     return True
+
+
+def _starts_line(text: str, at: int) -> bool:
+    """Whether only spaces or tabs stand between the previous line break (or the text's start) and `at` (looking
+    back over those spaces only, so that the time stays linear)."""
+    while at > 0 and text[at - 1] in " \t":
+        at -= 1
+    return at == 0 or text[at - 1] == "\n"
 
 
 def _word_before(text: str, end: int) -> re.Match[str] | None:

@@ -6,7 +6,11 @@ of the last search's (or retrieve's) top passage, one sentence per call, and say
 tools share one `CorpusSession`, which a run creates fresh so that lookups never leak between questions.
 
 A search shows each passage as `[k] Title: text`, or `[k] Title > Section > Subsection: text` where the passage
-sits in a section whose headings go beyond the document's title (a page of a manual).
+sits in a section whose headings go beyond the document's title (a page of a manual). Headings are shown without
+their section numbers ("20.3.1. Connection Settings" as "Connection Settings", also where a passage's first sentence
+is its heading): where a section sits in a manual's table of contents is no fact of the manual, and a model asked
+for a number wrote the nearest section number. Only numbers of two levels or more are taken ("20.3.", "F.3.");
+one level ("1. FC Köln") is as often part of a name.
 
 `retrieve[entity]` reads a table of every document title, built once per index on first use and kept while the
 index lives (a hash table for exact matches, and a BM25 index over the titles alone for the closest match), so a
@@ -17,6 +21,7 @@ the passage returned is the document's first one (the lowest passage id).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -251,7 +256,7 @@ class SearchTool(_ThreadDetails):
             after = settings.sentences_after
             texts = [_best_sentences(p, weights, settings.sentences, index.analyzer, after) for p in shown]
         else:
-            texts = [_clip(p.text, PASSAGE_CHARS) for p in shown]
+            texts = [_clip(_unnumbered_start(p, p.text), PASSAGE_CHARS) for p in shown]
         lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
         return "\n".join(lines)
 
@@ -355,10 +360,18 @@ class RetrieveTool(_ThreadDetails):
             "match": kind,
         }
         self.session.focus(passage)
-        return f"{passage.title}: {_clip(passage.text, PASSAGE_CHARS)}"
+        return f"{unnumbered(passage.title)}: {_clip(passage.text, PASSAGE_CHARS)}"
 
 
 HEADING_CHARS = 80
+_SECTION_NUMBER = re.compile(r"(?:[A-Z]|\d+)(?:\.\d+)+\.\s+(?=\S)")  # "20.3.1. ", "F.3. "
+
+
+def unnumbered(heading: str) -> str:
+    """`heading` without a section number of two levels or more in front ("20.3.1. Connection Settings" ->
+    "Connection Settings")."""
+    number = _SECTION_NUMBER.match(heading)
+    return heading[number.end() :] if number else heading
 
 
 def _label(passage: Any) -> str:
@@ -368,7 +381,17 @@ def _label(passage: Any) -> str:
     paths were kept."""
     from offline_agent.retrieval.passages import passage_label
 
-    return passage_label(passage.title, getattr(passage, "heading", ()), lambda heading: _clip(heading, HEADING_CHARS))
+    headings = tuple(map(unnumbered, getattr(passage, "heading", ())))
+    return passage_label(unnumbered(passage.title), headings, lambda heading: _clip(heading, HEADING_CHARS))
+
+
+def _unnumbered_start(passage: Any, text: str) -> str:
+    """`text` (a passage's, or its first sentence) with its section number taken off where it opens with the
+    passage's own heading (the first passage of a section)."""
+    heading = getattr(passage, "heading", ())
+    if heading and text.startswith(heading[-1]):
+        return unnumbered(heading[-1]) + text[len(heading[-1]) :]
+    return text
 
 
 def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any, after: int = 0) -> str:
@@ -379,6 +402,8 @@ def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyze
 
     text = passage.text
     sentences = [" ".join(text[start:end].split()) for start, end in split_sentences(text)]
+    if sentences:
+        sentences[0] = _unnumbered_start(passage, sentences[0])
     if len(sentences) <= count:
         return " ".join(_clip(sentence, PASSAGE_CHARS // 2) for sentence in sentences)
     own = set(analyzer.tokens(passage.title or ""))

@@ -46,6 +46,14 @@ def test_spans_cover_every_non_space_character_once(text: str) -> None:
             ["Heading", "Paragraph one.", "- item one", "- item two"],
         ),
         ("東京は大きい。大阪も大きい。", ["東京は大きい。", "大阪も大きい。"]),
+        # a number that starts a line is a numbered heading's or list item's, not a sentence of its own
+        (
+            "20.3. Connections and Authentication\n\nThe server listens. It waits.",
+            ["20.3. Connections and Authentication", "The server listens.", "It waits."],
+        ),
+        ("F.3. Auth Delay\n\nIt pauses.", ["F.3. Auth Delay", "It pauses."]),
+        ("Steps:\n1. Install it. Then run it.\n  2. Stop it.", ["Steps:", "1. Install it.", "Then run it.", "2. Stop it."]),
+        ("1. FC Köln won. It rose in 1999. Then it fell.", ["1. FC Köln won.", "It rose in 1999.", "Then it fell."]),
     ],
 )
 def test_sentences(text: str, sentences: list[str]) -> None:
