@@ -208,7 +208,9 @@ def main() -> None:
             median = statistics.median(seconds)
             passages = runs[engine][0]["passages"]
             # The baseline's time over this engine's in the same round, the median over rounds.
-            paired = statistics.median(b["seconds"] / r["seconds"] for b, r in zip(runs["baseline"], runs[engine]))
+            paired = statistics.median(
+                b["seconds"] / r["seconds"] for b, r in zip(runs["baseline"], runs[engine], strict=False)
+            )
             rows.append(
                 f"| {name} | {len(files):,} | {mb:.1f} | {engine} | {passages:,} | {spread(seconds)} | "
                 f"{mb / median:.1f} | {passages / median:,.0f} | {paired:.2f} |"

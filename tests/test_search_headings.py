@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from support import ROOT, need_shared_data
 
+from offline_agent.grounding import Grounding
 from offline_agent.retrieval import open_corpus
 from offline_agent.retrieval.passages import heading_beyond_title
-from offline_agent.grounding import Grounding
 from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool, unnumbered
 
 PAGES = ROOT / "tests" / "retrieval" / "html_pages"

@@ -52,7 +52,10 @@ def test_spans_cover_every_non_space_character_once(text: str) -> None:
             ["20.3. Connections and Authentication", "The server listens.", "It waits."],
         ),
         ("F.3. Auth Delay\n\nIt pauses.", ["F.3. Auth Delay", "It pauses."]),
-        ("Steps:\n1. Install it. Then run it.\n  2. Stop it.", ["Steps:", "1. Install it.", "Then run it.", "2. Stop it."]),
+        (
+            "Steps:\n1. Install it. Then run it.\n  2. Stop it.",
+            ["Steps:", "1. Install it.", "Then run it.", "2. Stop it."],
+        ),
         ("1. FC Köln won. It rose in 1999. Then it fell.", ["1. FC Köln won.", "It rose in 1999.", "Then it fell."]),
     ],
 )
