@@ -207,7 +207,8 @@ def main() -> None:
             seconds = [r["seconds"] for r in runs[engine]]
             median = statistics.median(seconds)
             passages = runs[engine][0]["passages"]
-            # The baseline's time over this engine's in the same round, the median over rounds.
+            # The baseline's time over this engine's in the same round, the median over rounds ("main" runs in the
+            # first --before-repeat rounds only, so it pairs with those).
             paired = statistics.median(
                 b["seconds"] / r["seconds"] for b, r in zip(runs["baseline"], runs[engine], strict=False)
             )
