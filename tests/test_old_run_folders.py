@@ -39,12 +39,16 @@ def eval_args(old: Path, folder: str, *extra: str) -> list[str]:
     return ["eval", str(dataset), "--pool", str(pool), "--out", str(old / folder), "--limit", "2", *extra]
 
 
+# Defaults of the answer profile changed since the folders were written; they resume with the old value given.
+CHANGED_DEFAULTS = ("-o", "section_sentences_after=0")
+
+
 @pytest.mark.parametrize(("folder", "extra"), [("react", ("--agent", "react")), ("verify", ())])
 def test_an_old_folder_resumes_with_the_same_command(cli, scripted, old: Path, folder, extra) -> None:  # noqa: F811
     before = json.loads((old / folder / "config.json").read_text())
     assert "profile" not in before and len(before["agent_config"]) == 28  # every strategy's settings, flat
     scripted.enqueue(*SCRIPT)
-    result = CliRunner().invoke(cli, eval_args(old, folder, *extra), prog_name="offline-agent")
+    result = CliRunner().invoke(cli, eval_args(old, folder, *extra, *CHANGED_DEFAULTS), prog_name="offline-agent")
     assert result.exit_code == 0, result.output
     assert "resuming: 1 done, 1 to go" in result.stderr
     rows = [json.loads(line) for line in (old / folder / "results.jsonl").read_text().splitlines()]
@@ -59,13 +63,19 @@ def test_the_old_flat_settings_are_the_answer_profiles(old: Path) -> None:
     for folder, agent in (("react", "react"), ("verify", "verify")):
         # a setting added since the folder was written reads as the value that reproduces its runs (ADDED_FIELDS)
         recorded = with_added_fields(json.loads((old / folder / "config.json").read_text()))["agent_config"]
-        now = agent_settings(agent).flat()
+        now = agent_settings(agent, section_sentences_after=0).flat()  # the one default changed since (above)
         assert {key: recorded[key] for key in now} == now
         assert set(recorded) - set(now) == (
             {"exclude_refused", "search_after_refusal", "read_hop", "action_graph"}
             if agent == "react"
             else {"action_graph"}
         )
+
+
+def test_a_changed_default_is_named_when_an_old_folder_is_resumed_without_it(cli, scripted, old: Path) -> None:  # noqa: F811
+    result = CliRunner().invoke(cli, eval_args(old, "verify"), prog_name="offline-agent")
+    assert result.exit_code == 1
+    assert "agent_config.section_sentences_after: 0 there, 1 now" in result.stderr
 
 
 def test_an_old_folder_still_refuses_another_configuration(cli, scripted, old: Path) -> None:  # noqa: F811

@@ -216,7 +216,15 @@ def test_open_found_shows_what_a_search_for_a_whole_text_finds_less_what_was_rea
 
 @pytest.mark.parametrize(
     "settings",
-    [{"links": -1}, {"links": 21}, {"sentences": 0}, {"k": 0}, {"sentences_after": -1}, {"sentences_after": 6}],
+    [
+        {"links": -1},
+        {"links": 21},
+        {"sentences": 0},
+        {"k": 0},
+        {"sentences_after": -1},
+        {"sentences_after": 6},
+        {"section_sentences_after": 6},
+    ],
 )
 def test_bad_search_settings_are_refused(settings) -> None:
     with pytest.raises(ConfigError):

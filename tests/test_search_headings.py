@@ -98,3 +98,37 @@ def test_linked_documents_use_the_same_label(tmp_path: Path, links: int) -> None
     (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     text = observation(open_corpus(tmp_path / "pool.jsonl"), "Kessa port", k=1, links=links)
     assert text.splitlines()[0] == "[1] Kessa: Kessa is a port. The Orla ferry calls there."
+
+
+def test_a_section_of_a_manual_shows_the_sentence_after_its_best_one(tmp_path: Path) -> None:
+    """`section_sentences_after`: a passage below its document's title (a manual's section) shows the sentence after
+    each best one, where reference text gives the value ("... The default is 1000 tuples."); a record shows as
+    before, as does every passage with the option at 0."""
+    (tmp_path / "manual").mkdir()
+    (tmp_path / "manual" / "rope.html").write_bytes((PAGES / "docbook.html").read_bytes())
+    rows = [
+        {
+            "id": "1",
+            "title": "Rope",
+            "text": "Rope is strands. Lines must be 16 millimetres thick. A boat may be refused.",
+        },
+        {"id": "2", "title": "Chain", "text": "Chain is links of metal. It is heavy."},
+        {"id": "3", "title": "Anchor", "text": "An anchor holds a boat. It has flukes."},
+    ]
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    manual, pool = open_corpus(tmp_path / "manual"), open_corpus(tmp_path / "pool.jsonl")
+    query = "lines thick millimetres"
+    settings = {"k": 1, "snippet": "sentences", "sentences": 2}
+    assert observation(manual, query, **settings, section_sentences_after=1) == (
+        "[1] Mooring Lines > Rope: Rope Lines must be at least 16 millimetres thick. The harbour master may refuse a "
+        "boat whose lines are frayed."
+    )
+    assert observation(manual, query, **settings) == (
+        "[1] Mooring Lines > Rope: Rope Lines must be at least 16 millimetres thick."
+    )
+    record = "[1] Rope: Rope is strands. Lines must be 16 millimetres thick."
+    assert (
+        observation(pool, query, **settings, section_sentences_after=1)
+        == record
+        == observation(pool, query, **settings)
+    )

@@ -164,6 +164,12 @@ class StrategyOptions:
         low=0,
         high=5,
     )
+    section_sentences_after: int = option(
+        0,
+        "With snippet=sentences: at least N sentences after each best one in a section below a document's title.",
+        low=0,
+        high=5,
+    )
     title_boost: bool = option(False, "Put the document whose title the query names first, whatever its BM25 rank.")
     links: int = option(
         0, "Also show up to N documents the found passages name: the next hop, without another search.", low=0, high=20
@@ -187,6 +193,7 @@ class StrategyOptions:
             title_boost=self.title_boost,
             links=self.links,
             sentences_after=self.sentences_after,
+            section_sentences_after=self.section_sentences_after,
         )
 
     def to_dict(self) -> dict[str, Any]:

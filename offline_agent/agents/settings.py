@@ -75,6 +75,7 @@ register_profile(
             "search_k": 4,
             "snippet": "sentences",
             "sentences": 2,
+            "section_sentences_after": 1,
             "links": 4,
             "observation_tokens": 600,
             "exclude_refused": True,

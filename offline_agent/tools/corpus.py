@@ -50,7 +50,9 @@ class SearchSettings:
     their title is written in a passage's text) are shown after the passages, in the order they are named: the
     second hop of a question that goes through an entity, found without another search. `sentences_after`: with
     "sentences", each best sentence comes with the ones after it (a manual states a setting, then "The default is
-    ...").
+    ..."). `section_sentences_after`: the same, at least, for a passage in a section below its document's title
+    (a manual's "Title > Section", not an encyclopedic record or a page's opening): reference text names a thing
+    and gives its value in the next sentence, where an article's next sentence is about something else.
     """
 
     k: int = SEARCH_K
@@ -59,6 +61,7 @@ class SearchSettings:
     title_boost: bool = False
     links: int = 0
     sentences_after: int = 0
+    section_sentences_after: int = 0
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -71,7 +74,7 @@ class SearchSettings:
             raise ConfigError("sentences per passage must be between 1 and 20")
         if not 0 <= self.links <= 20:
             raise ConfigError("links per search must be between 0 and 20")
-        if not 0 <= self.sentences_after <= 5:
+        if not 0 <= self.sentences_after <= 5 or not 0 <= self.section_sentences_after <= 5:
             raise ConfigError("sentences shown after each best one must be between 0 and 5")
 
 
@@ -253,8 +256,9 @@ class SearchTool(_ThreadDetails):
             index = session.index
             terms = set(index.analyzer.tokens(query)) | set(index.analyzer.tokens(session.question))
             weights = index.term_idf(terms) if hasattr(index, "term_idf") else dict.fromkeys(terms, 1.0)
-            after = settings.sentences_after
-            texts = [_best_sentences(p, weights, settings.sentences, index.analyzer, after) for p in shown]
+            texts = [
+                _best_sentences(p, weights, settings.sentences, index.analyzer, _after(p, settings)) for p in shown
+            ]
         else:
             texts = [_clip(_unnumbered_start(p, p.text), PASSAGE_CHARS) for p in shown]
         lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
@@ -383,6 +387,15 @@ def _label(passage: Any) -> str:
 
     headings = tuple(map(unnumbered, getattr(passage, "heading", ())))
     return passage_label(unnumbered(passage.title), headings, lambda heading: _clip(heading, HEADING_CHARS))
+
+
+def _after(passage: Any, settings: SearchSettings) -> int:
+    """How many sentences a search shows after each best one of `passage` (more in a section of a document)."""
+    from offline_agent.retrieval.passages import heading_beyond_title
+
+    if heading_beyond_title(getattr(passage, "heading", ()), passage.title):
+        return max(settings.sentences_after, settings.section_sentences_after)
+    return settings.sentences_after
 
 
 def _unnumbered_start(passage: Any, text: str) -> str:
