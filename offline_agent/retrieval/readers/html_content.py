@@ -19,7 +19,11 @@ and keeps only what a reader of the page came for:
   not dropped (DocBook output, hand-written pages).
 
 Headings h1-h6 of the kept text become sections with their heading path (an h3 under the h2 before it; a heading
-that titles a note or warning box is not a section), and the page's title is its `<title>` less the site name
+that titles a note or warning box is not a section), and so does each term of a description list (`<dt>`), one
+level below the headings: a manual's reference entries (a setting, a command-line option, a function, a glossary
+term) are written as such lists, and a passage then knows the entry it describes ("Connection Settings >
+max_connections (integer)") and never runs across two entries; where the list ends, the text after it is back in
+the section around the list. The page's title is its `<title>` less the site name
 where one part of it is the page's first heading ("Built-in Types — Python 3.11.2 documentation" -> "Built-in
 Types"). Block elements end in a blank line (a sentence boundary), table cells are separated by a space, and runs
 of spaces are collapsed.
@@ -49,11 +53,14 @@ SKIP_TAGS = _names(
 )
 VOID_TAGS = _names("area base br col embed hr img input link meta param source track wbr")
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+TERM = "dt"  # a description list's term heads the description after it, one level below any h1-h6
 BLOCK_TAGS = _names(
     """p div section article main header address blockquote pre figure figcaption table caption thead tbody tfoot tr
     ul ol li dl dt dd details summary fieldset legend center"""
 ) | frozenset(HEADINGS)
 CELL_TAGS = frozenset({"td", "th"})
+_HEADING_LEVELS = frozenset(HEADINGS.values())
+_LIST_ITEMS = frozenset({"dt", "dd"})
 CHROME_ROLES = _names("navigation search banner contentinfo complementary menu menubar toolbar")
 # Class (or id) words that name page chrome; a class is split into words at spaces, "-" and "_".
 CHROME_WORDS = _names(
@@ -74,6 +81,9 @@ FRAME_TAGS = _names("html body main article")
 CHROME_IDS = _names("sidebar navigation nav navbar menu footer toc breadcrumbs breadcrumb searchbox")
 _SPLIT_CLASS = re.compile(r"[\s_-]+")
 SENTINEL = "\ue000"  # marks where a heading's text starts until the text is assembled (a private-use character)
+RESUME = "\ue001"  # marks where a description list with terms ended: the section around the list goes on there
+_RESUME_BEFORE_TEXT = re.compile(RESUME + r"(\s+)")
+_TRAILING = " \n\t\r\f\v\u00a0" + RESUME  # a list's end with no text after it marks no section
 # Spaces are collapsed by plain string replaces and a regular expression with a literal start (which the regular
 # expression engine finds fast): a pattern starting with a class of characters is tried at every character, and
 # that cost a sixth of the time of indexing a manual.
@@ -106,6 +116,12 @@ def is_chrome(tag: str, attr: Attr, in_main: bool) -> bool:
             return verdict is WHOLE or (verdict is WORD and tag not in INLINE_TAGS)
     element_id = attr("id")
     return element_id is not None and element_id.lower() in CHROME_IDS and tag not in HEADINGS
+
+
+def term_level(lists: int) -> int:
+    """The section level of a description list's term inside `lists` open description lists: below every h1-h6
+    heading (the next one closes it), and below the term of an outer list."""
+    return len(HEADINGS) + max(lists, 1)
 
 
 WHOLE, WORD, CONTENT = "whole", "word", "content"
@@ -147,11 +163,12 @@ class PageText:
         self._title: list[str] = []
         self._in_title = False
         self._title_done = False  # only the first <title> names the page (an <svg> may hold others)
-        self.headings: list[tuple[int, str]] = []  # (level, text) in order of their sentinel
+        self.headings: list[tuple[int, str | None]] = []  # (level, text; None at a list's end), as their markers
         self._heading: list[str] | None = None  # text of the heading being read
         self._heading_level = 0
         self._sentinel_pending = False
-        self._sentinels: list[int] = []  # part index of each heading's sentinel
+        self._sentinels: list[int] = []  # part index of each heading's sentinel (or list end's RESUME)
+        self._lists: list[bool] = []  # the open description lists, and whether a term of each opened a section
 
     # ---- events ----------------------------------------------------------------------------------------------
     def start(self, tag: str, attr: Attr) -> bool:
@@ -159,12 +176,14 @@ class PageText:
         if tag in VOID_TAGS:
             if not self._drop:
                 if tag == "br":
-                    self.parts.append("\n")
+                    self._break("\n")
                 elif tag == "hr":
-                    self.parts.append("\n\n")
+                    self._break("\n\n")
             return False
         if tag == "title" and not self._title_done:
             self._in_title = True
+        if tag in _LIST_ITEMS:
+            self._end_list_item(tag)
         effect = 0
         if self._drop or is_chrome(tag, attr, self._main > 0):
             effect = _DROP
@@ -178,14 +197,16 @@ class PageText:
             if classes and not CALLOUT_CLASSES.isdisjoint(classes.lower().split()):
                 effect |= _CALLOUT
                 self._callout += 1
-            level = HEADINGS.get(tag)
+            level = HEADINGS.get(tag) or (term_level(len(self._lists)) if tag == TERM else None)
             if level is not None and self._heading is None and not self._callout:
                 effect |= _HEADING
                 self._heading, self._heading_level, self._sentinel_pending = [], level, True
+            elif tag == "dl":
+                self._lists.append(False)
             if tag in BLOCK_TAGS:
-                self.parts.append("\n\n")
+                self._break("\n\n")
             elif tag in CELL_TAGS:
-                self.parts.append(" ")
+                self._break(" ")
         if effect & _DROP:
             self._drop += 1
         self._stack.append((tag, effect))
@@ -207,17 +228,40 @@ class PageText:
             if name == tag:
                 return
 
+    def _end_list_item(self, tag: str) -> None:
+        """Close the description still open in the innermost description list where a term starts, or the term
+        where a description starts (HTML may leave their end tags out), as libxml2 does; a term right after a
+        term stays inside it, as there (two names of one entry: "-a", "--data-only")."""
+        stack = self._stack
+        outermost = None
+        for at in range(len(stack) - 1, -1, -1):
+            name = stack[at][0]
+            if name == "dl":
+                break
+            if name in _LIST_ITEMS:
+                outermost = at
+        if outermost is None or stack[outermost][0] == tag:
+            return
+        while len(stack) > outermost:
+            self._close(*stack.pop())
+
     def _close(self, tag: str, effect: int) -> None:
         self._open[tag] -= 1
         if effect & _DROP:
             self._drop -= 1
             return
         if tag in BLOCK_TAGS:
-            self.parts.append("\n\n")
+            self._break("\n\n")
+        if tag == "dl" and self._lists.pop():
+            self._sentinels.append(len(self.parts))
+            self.parts.append(RESUME)
+            self.headings.append((term_level(len(self._lists) + 1), None))
         if effect & _HEADING:
             text = " ".join("".join(self._heading or ()).split())
             if not self._sentinel_pending:
                 self.headings.append((self._heading_level, text))
+                if tag == TERM and self._lists:
+                    self._lists[-1] = True
             self._heading, self._sentinel_pending = None, False
         if effect & _CALLOUT:
             self._callout -= 1
@@ -233,8 +277,8 @@ class PageText:
             return
         if self._drop:
             return
-        if SENTINEL in text:
-            text = text.replace(SENTINEL, "")
+        if SENTINEL in text or RESUME in text:
+            text = text.replace(SENTINEL, "").replace(RESUME, "")
         if self._heading is not None:
             self._heading.append(text)
             if self._sentinel_pending:
@@ -248,6 +292,12 @@ class PageText:
                 return
         self.parts.append(text)
 
+    def _break(self, space: str) -> None:
+        """A break between blocks, cells or lines, which also parts the words of a heading being read."""
+        self.parts.append(space)
+        if self._heading is not None:
+            self._heading.append(" ")
+
     # ---- result ----------------------------------------------------------------------------------------------
     def result(self) -> tuple[str, str, tuple[Section, ...]]:
         """(title, text, sections) of the page: the main content when the page marks one that holds text."""
@@ -256,7 +306,7 @@ class PageText:
         parts, sentinels, headings = self.parts, self._sentinels, self.headings
         if self._regions:
             kept: list[str] = []
-            kept_headings: list[tuple[int, str]] = []
+            kept_headings: list[tuple[int, str | None]] = []
             for first, end in self._regions:
                 inside = [i for i, at in enumerate(sentinels) if first <= at < end]
                 kept_headings.extend(headings[i] for i in inside)
@@ -267,11 +317,15 @@ class PageText:
         return assemble("".join(parts), headings, "".join(self._title))
 
 
-def assemble(marked: str, headings: list[tuple[int, str]], title: str) -> tuple[str, str, tuple[Section, ...]]:
+def assemble(marked: str, headings: list[tuple[int, str | None]], title: str) -> tuple[str, str, tuple[Section, ...]]:
     """(title, text, sections) from the kept text, in which a SENTINEL marks where each of `headings` ((level,
-    text), in order) starts: spaces collapsed, at most one blank line in a row, and each heading a section."""
+    text), in order) starts, and a RESUME where a description list ended (level of its terms, text None): spaces
+    collapsed, at most one blank line in a row, each heading a section, and after each list the section around it
+    again, from the next text on."""
+    if RESUME in marked:
+        marked = _RESUME_BEFORE_TEXT.sub(lambda gap: gap.group(1) + RESUME, marked).rstrip(_TRAILING)
     text = collapse_spaces(marked)
-    pieces = text.split(SENTINEL)
+    pieces = text.replace(RESUME, SENTINEL).split(SENTINEL)
     text = "".join(pieces)
     sections: list[Section] = []
     path: list[tuple[int, str]] = []
@@ -280,10 +334,13 @@ def assemble(marked: str, headings: list[tuple[int, str]], title: str) -> tuple[
         offset += len(piece)
         while path and path[-1][0] >= level:
             path.pop()
-        path.append((level, heading))
+        if heading is not None:
+            path.append((level, heading))
+        if sections and sections[-1].start == offset:
+            sections.pop()  # a list that ended right where a heading starts: no text of the section around it
         sections.append(Section(offset, tuple(h for _, h in path)))
     title = " ".join(title.split())
-    first = headings[0][1] if headings else ""
+    first = next((heading for level, heading in headings if level in _HEADING_LEVELS and heading), "")
     return page_title(title, first), text, tuple(sections)
 
 

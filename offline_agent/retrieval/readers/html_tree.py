@@ -21,13 +21,16 @@ from offline_agent.retrieval.readers.html_content import (
     CELL_TAGS,
     CHROME_IDS,
     HEADINGS,
+    RESUME,
     SENTINEL,
     SKIP_TAGS,
+    TERM,
     WHOLE,
     WORD,
     assemble,
     class_verdict,
     is_chrome,
+    term_level,
 )
 
 _MAYBE_TAGS = SKIP_TAGS | {"header"}
@@ -85,17 +88,14 @@ def tree_content(root: Any) -> tuple[str, str, tuple[Section, ...]] | None:
         _cut(element)
     mains = [m for m in mains if not any(_is_main(a) or a in dropped for a in m.iterancestors()) and m not in dropped]
     regions = mains if any(_has_text(m) for m in mains) else [root]
-    headings: list[tuple[int, str]] = []
+    headings: list[tuple[int, str | None]] = []
     for region in regions:
         for element in region.iter(*BLOCK_TAGS, *CELL_TAGS, "br", "hr"):
             _mark_block(element, element is region)
-        for heading in region.iter(*HEADINGS):
-            marked = _mark_heading(heading)
-            if marked is not None:
-                headings.append(marked)
+        _mark_headings(region, headings)
     texts = [etree.tostring(r, method="text", encoding="unicode", with_tail=False) for r in regions]
     marked_text = "\n\n".join(texts) + "\n\n"
-    if marked_text.count(SENTINEL) != len(headings):
+    if marked_text.count(SENTINEL) + marked_text.count(RESUME) != len(headings):
         return None
     return assemble(marked_text, headings, title)
 
@@ -138,11 +138,32 @@ def _mark_block(element: Any, is_region: bool) -> None:
             element.tail = "\n\n" + (element.tail or "")
 
 
+def _mark_headings(region: Any, headings: list[tuple[int, str | None]]) -> None:
+    """Mark the headings and description list terms of `region` that start sections, and the end of each list
+    with such terms (PageText's RESUME, after the blank line that ends the list), adding them to `headings`."""
+    from lxml import etree
+
+    lists: list[bool] = []  # the open description lists, and whether a term of each opened a section
+    for event, element in etree.iterwalk(region, events=("start", "end"), tag=(*HEADINGS, TERM, "dl")):
+        if element.tag == "dl":
+            if event == "start":
+                lists.append(False)
+            elif lists.pop():
+                element.tail = element.tail[:2] + RESUME + element.tail[2:]  # _mark_block began it with "\n\n"
+                headings.append((term_level(len(lists) + 1), None))
+        elif event == "start":
+            marked = _mark_heading(element)
+            if marked is not None:
+                headings.append(marked)
+                if element.tag == TERM and lists:
+                    lists[-1] = True
+
+
 def _mark_heading(heading: Any) -> tuple[int, str] | None:
-    """(level, text) of a heading that starts a section, with the marker put before its first character; None for
-    a heading inside another or inside a callout box, or one without text."""
+    """(level, text) of a heading (or a description list's term) that starts a section, with the marker put before
+    its first character; None for one inside another or inside a callout box, or one without text."""
     ancestors = list(heading.iterancestors())
-    if any(a.tag in HEADINGS for a in ancestors):
+    if any(a.tag in HEADINGS or a.tag == TERM for a in ancestors):
         return None
     for element in (heading, *ancestors):
         classes = element.get("class")
@@ -156,7 +177,8 @@ def _mark_heading(heading: Any) -> tuple[int, str] | None:
         stripped = value.lstrip() if value else ""
         if stripped:
             setattr(element, attribute, value[: len(value) - len(stripped)] + SENTINEL + stripped)
-            return HEADINGS[heading.tag], text
+            level = HEADINGS.get(heading.tag) or term_level(sum(1 for a in ancestors if a.tag == "dl"))
+            return level, text
     return None
 
 
