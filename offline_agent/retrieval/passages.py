@@ -56,8 +56,10 @@ class Passage:
 
     @property
     def indexed_text(self) -> str:
-        """What the index tokenizes for this passage: its title (when it has one) and its text."""
-        return f"{self.title}\n{self.text}" if self.title else self.text
+        """What the index tokenizes for this passage: its title (when it has one), the headings of its section below
+        the title (the passage may not hold them: a long section's later passages), and its text."""
+        below = heading_beyond_title(self.heading, self.title)
+        return "\n".join([*([self.title] if self.title else []), *below, self.text])
 
     def place(self) -> str:
         """Where the passage is, for people: "page 4" or "line 120" (empty where not known)."""
