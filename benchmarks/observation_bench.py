@@ -10,6 +10,10 @@ is in the Observation, and the Observation's mean length in characters (what the
     python benchmarks/observation_bench.py                       # sample, pgdocs (index pgdocs-new), dev200
     python benchmarks/observation_bench.py --corpora pgdocs --pgdocs-index pgdocs
 
+`--dump FILE` writes every Observation as a JSON line (corpus, variant, question id, text): two commits' dumps
+compared say which questions a change can reach at all (a run at `--threads 1` whose Observations are the same
+answers the same).
+
 A rise here is not a rise in EM: it says what the model is given to read. Variants are SearchSettings fields
 (`sentences=3`) or `after=1`, which also shows the sentence after each chosen one (`after` is the
 `sentences_after` setting).
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import re
 import sys
@@ -50,13 +55,16 @@ def holds(observation: str, answers: tuple[str, ...]) -> bool:
     return any(f" {a} " in text for a in (normalize_answer(x) for x in answers) if a)
 
 
-def run(corpus: str, index: Any, questions: list[Any], variants: dict[str, SearchSettings]) -> None:
+def run(corpus: str, index: Any, questions: list[Any], variants: dict[str, SearchSettings], dump: Any = None) -> None:
     for name, settings in variants.items():
         found, chars = 0, 0
         for record in questions:
             session = CorpusSession(index, settings, question=record.question)
             observation = str(SearchTool(session)(record.question))
             found += holds(observation, record.answers or (record.answer,))
+            if dump is not None:
+                line = {"corpus": corpus, "variant": name, "id": record.id, "observation": observation}
+                dump.write(json.dumps(line, ensure_ascii=False) + "\n")
             chars += len(observation)
         n = len(questions)
         print(f"| {corpus} | {name} | {found}/{n} ({100 * found / n:.1f}%) | {chars / n:.0f} |", flush=True)
@@ -77,7 +85,9 @@ def main() -> None:
     parser.add_argument("--corpora", default="sample,pgdocs,dev200")
     parser.add_argument("--pgdocs-index", default="pgdocs-new", help="the name of the manual's index")
     parser.add_argument("--variants", default="after=1", help="';'-separated variants, e.g. 'after=1;sentences=3'")
+    parser.add_argument("--dump", type=Path, help="write every Observation to this JSONL file")
     args = parser.parse_args()
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     base = agent_settings().options.search_settings()  # the answer profile's, as the default agent searches
     variants = dict([("profile", base), *(parse_variant(v, base) for v in args.variants.split(";") if v)])
     print("| corpus | variant | answer in the Observation | mean characters |")
@@ -88,7 +98,9 @@ def main() -> None:
             print(f"| {corpus} | skipped: {questions_path} not found | | |")
             continue
         index = open_corpus(pool if pool is not None else args.pgdocs_index)
-        run(corpus, index, list(load_dataset(questions_path)), variants)
+        run(corpus, index, list(load_dataset(questions_path)), variants, dump)
+    if dump is not None:
+        dump.close()
 
 
 if __name__ == "__main__":

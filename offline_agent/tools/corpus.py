@@ -25,6 +25,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from math import fsum
 from typing import Any
 
 from offline_agent.errors import ToolError
@@ -260,7 +261,7 @@ class SearchTool(_ThreadDetails):
                 _best_sentences(p, weights, settings.sentences, index.analyzer, _after(p, settings)) for p in shown
             ]
         else:
-            texts = [_clip(_unnumbered_start(p, p.text), PASSAGE_CHARS) for p in shown]
+            texts = [_clip(_opening(p, p.text), PASSAGE_CHARS) for p in shown]
         lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
         return "\n".join(lines)
 
@@ -398,13 +399,37 @@ def _after(passage: Any, settings: SearchSettings) -> int:
     return settings.sentences_after
 
 
-def _unnumbered_start(passage: Any, text: str) -> str:
-    """`text` (a passage's, or its first sentence) with its section number taken off where it opens with the
-    passage's own heading (the first passage of a section)."""
+def _opening(passage: Any, text: str) -> str:
+    """A passage's `text` as a search shows it where it opens with its own headings (the first passage of a
+    section, perhaps with the heading of a section above that holds no text of its own): without the headings the
+    label shows (those below the document's title: a manual's reference entry opens with the name its label ends
+    with), else with the heading's section number taken off."""
+    from offline_agent.retrieval.passages import heading_beyond_title
+
     heading = getattr(passage, "heading", ())
-    if heading and text.startswith(heading[-1]):
-        return unnumbered(heading[-1]) + text[len(heading[-1]) :]
-    return text
+    if not heading:
+        return text
+    below = len(heading_beyond_title(heading, passage.title))
+    at, shown_at = 0, 0
+    for number, name in enumerate(heading):
+        found = _starts_with(text, name, at)
+        if found is not None:
+            at = found
+            shown_at = found if number >= len(heading) - below else shown_at
+    if shown_at and text[shown_at:].strip():
+        return text[shown_at:].lstrip()
+    found = _starts_with(text, heading[-1])
+    return text if found is None else unnumbered(heading[-1]) + text[found:]
+
+
+def _starts_with(text: str, heading: str, at: int = 0) -> int | None:
+    """Where `heading` ends in `text` if `text` starts with it at `at` (after spaces, and spacing aside: a heading
+    is stored on one line); None where it does not."""
+    words = heading.split()
+    if not words:
+        return None
+    match = re.compile(r"\s*" + r"\s+".join(map(re.escape, words))).match(text, at)
+    return match.end() if match else None
 
 
 def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any, after: int = 0) -> str:
@@ -413,15 +438,15 @@ def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyze
     `after` sentences that follow it, in text order."""
     from offline_agent.retrieval import split_sentences
 
-    text = passage.text
+    text = _opening(passage, passage.text)
     sentences = [" ".join(text[start:end].split()) for start, end in split_sentences(text)]
-    if sentences:
-        sentences[0] = _unnumbered_start(passage, sentences[0])
     if len(sentences) <= count:
         return " ".join(_clip(sentence, PASSAGE_CHARS // 2) for sentence in sentences)
     own = set(analyzer.tokens(passage.title or ""))
     wanted = {term: weight for term, weight in weights.items() if term not in own}
-    scores = [sum(wanted.get(term, 0.0) for term in set(analyzer.tokens(sentence))) for sentence in sentences]
+    # fsum: a float sum over a set depends on the set's order, which changes with Python's hash seed from run to
+    # run; two sentences of equal weight then swapped places, and the same question read different Observations.
+    scores = [fsum(wanted.get(term, 0.0) for term in set(analyzer.tokens(sentence))) for sentence in sentences]
     rest = sorted(range(1, len(sentences)), key=lambda i: (-scores[i], i))[: count - 1]
     rest += [i + step for i in rest for step in range(1, after + 1) if i + step < len(sentences)]
     chosen = sorted({0, *rest})
