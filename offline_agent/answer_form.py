@@ -164,6 +164,11 @@ _YEAR = re.compile(r"1\d{3}|20\d{2}")
 _IN_TEXT_YEAR = re.compile(rf"(?<![\d,.])(?:{_YEAR.pattern})(?!\d|[,.]\d)")
 # A bare number of one to three digits: a day, a count or a page, not a year ("17" of "February 17, 1945").
 _SHORT_NUMBER = re.compile(r"\d{1,3}")
+# Words after a number that count nothing the question names ("1959 in", "2001 was").
+_COUNT_LINKS = frozenset(
+    ["in", "on", "at", "of", "and", "or", "the", "a", "an", "to", "by", "for", "as", "from", "with", "is", "was", "are"]
+    + ["were", "be", "been", "has", "had", "have", "it", "its", "that", "which", "this", "there", "when"]
+)
 # The event a date question dates: the verb before "in what year" ("founded in what year?"), or the question's last
 # word ("When was X born?", "In which year did X die?"), when it is a past participle or a verb of the table below.
 _EVENT_BEFORE_YEAR = re.compile(
@@ -226,6 +231,11 @@ _NUMBER = re.compile(
 )
 
 
+def _singular(word: str) -> str:
+    """A word less a plural "s" ("tuples" -> "tuple"; "bytes" -> "byte"; "class" stays)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
 @dataclass(frozen=True)
 class AnswerForm:
     """The form of one question's answer: its kind, and the question (the source of a choice's options)."""
@@ -251,6 +261,18 @@ class AnswerForm:
         if self.wants == "date" and _SHORT_NUMBER.fullmatch(answer.strip()):
             return False
         return self.wants is None or bool(_NUMBER.search(answer))
+
+    def counted_in(self, answer: str, sentence: str) -> bool:
+        """Whether `sentence` writes `answer`, a number the question wants, as a count of something the question
+        names: followed by a word of the question ("The default is 1000 tuples." for "how many inserted tuples
+        ...?", "1024 bytes" for "How many bytes ...?"). A manual writes counts of a thousand or more without a
+        comma, so such a number is no year there; a year that answers a count is followed by other words ("1959
+        issue of Nugget" for "How many copies ... sold?")."""
+        if self.wants != "number" or not answer.strip().isdigit():
+            return False
+        asked = {_singular(word) for word in _WORD_PARTS.findall(self.question.casefold())} - _COUNT_LINKS
+        after = re.compile(rf"(?<![\w.,]){re.escape(answer.strip())}\s+([^\W\d_]+)", re.IGNORECASE)
+        return any(_singular(found.casefold()) in asked for found in after.findall(sentence))
 
     @property
     def type_of(self) -> str | None:

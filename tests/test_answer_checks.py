@@ -695,6 +695,40 @@ def test_a_year_is_still_no_thing_in_a_manual(tmp_path) -> None:
     assert trajectory.steps[1].details.refusal.reason == "kind" and trajectory.answer == "0640"
 
 
+@pytest.mark.parametrize(
+    ("question", "sentence", "answer", "counted"),
+    [  # a manual writes a count of a thousand or more without a comma, followed by what it counts
+        ("How many bytes of query text are kept by default?", "The default value is 1024 bytes.", "1024", True),
+        ("By default, how many inserted tuples start a vacuum?", "The default is 1000 tuples.", "1000", True),
+        ("How many entries does the cache hold?", "It holds at most 5000 entries per process.", "5000", True),
+        # a year followed by other words counts nothing the question names
+        ("How many copies of the story sold?", "It first appeared in the 1959 issue of Nugget.", "1959", False),
+        ("It has operations in how many countries?", "Founded in 1972 as Exxon, it grew.", "1972", False),
+        ("How many entries does the cache hold?", "The cache was added in 2009 in version 8.4.", "2009", False),
+        ("In which year did the cache hold 5000 entries?", "It holds 5000 entries.", "5000", False),  # no count asked
+    ],
+)
+def test_a_number_followed_by_what_the_question_counts_is_a_count(question, sentence, answer, counted) -> None:
+    assert answer_form(question).counted_in(answer, sentence) is counted
+
+
+def test_kind_lets_a_count_written_without_a_comma_stand(tmp_path) -> None:
+    index = index_of(
+        tmp_path / "manual",
+        {
+            "activity.md": "# Statistics\n\n## Query size\n\nThe text of each session's current query is kept for "
+            "the activity view. The default value is 1024 bytes. It was added in 2009."
+        },
+    )
+    outputs = ["Thought: a\nAction: search[query text kept bytes]", "Thought: b\nFinal: 1024"]
+    agent, _ = make(index, outputs)
+    trajectory = agent.run("How many bytes of each session's current query text are kept by default?")
+    assert trajectory.answer == "1024" and trajectory.steps[1].details.refusal is None
+    agent, _ = make(index, [outputs[0], "Thought: b\nFinal: 2009", "Thought: c\nFinal: 1024"])
+    trajectory = agent.run("How many bytes of each session's current query text are kept by default?")
+    assert trajectory.steps[1].details.refusal.reason == "kind" and trajectory.answer == "1024"
+
+
 def test_a_step_no_check_sees_may_only_answer_a_number_question_with_a_number(tiny_index) -> None:
     # The last step may only answer and no check sees it: the grammar offers only the spans that fit the kind asked.
     outputs = ["Thought: a\nAction: search[Vistula river Poland]", "Thought: b\nFinal: 1,047 kilometres"]

@@ -3,13 +3,14 @@ a number or a date, or a "which/what NOUN". The answer's own document (the docum
 one, says what the answer is; an answer of another kind is most often the entity on the way to the answer, so
 several of these refusals also show that document (`Refusal.show_document`).
 
-- `kind`: the question asks for a year, a date or a number and the answer is none ("Kansas" for "a population of
-  how many inhabitants?"), or asks for a number and gets a year ("1959" for "How many copies ... sold?": English
-  writes a count of a thousand or more with a comma), or a date and gets a bare number of one to three digits
-  ("17"). A name that titles a document ("Carrefour" for "... a chain that operated how many hypermarkets?") also
-  shows its document. And a "which/what NOUN" question answered with a year that titles no document ("1927" for
-  "In which city ...?"): a year is no city. Any other bare number may be the thing itself in a manual's terms (an
-  exit status 2, permissions 0640, a release 14), so it stands.
+- `kind`: the question asks for a year, a date or a number and the answer is none ("Kansas" for "a population of how
+  many inhabitants?"), or asks for a number and gets a year ("1959" for "How many copies ... sold?": English writes
+  a count of a thousand or more with a comma), unless a sentence read writes it as a count of what the question
+  names ("1024 bytes" for "How many bytes ...?": a manual writes no comma), or a date and gets a bare number of one
+  to three digits ("17"). A name that titles a document ("Carrefour" for "... a chain that operated how many
+  hypermarkets?") also shows its document. And a "which/what NOUN" question answered with a year that titles no
+  document ("1927" for "In which city ...?"): a year is no city. Any other bare number may be the thing itself in a
+  manual's terms (an exit status 2, permissions 0640, a release 14), so it stands.
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") answered
   with a document whose first sentence does not say it is one ("Dublin": "Dublin is the capital and largest city
   of Ireland"). Only what the sentence says its subject is counts, not the names of what it is in.
@@ -53,7 +54,7 @@ class Kind(Check):
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         form, answer = candidate.form, candidate.answer
-        if form.fits(answer):
+        if form.fits(answer) or any(form.counted_in(answer, s) for s in candidate.sentences_holding(answer)):
             return None
         assert form.wants is not None
         template = texts()["kind_year" if reads_as_year(answer) else "kind"]
