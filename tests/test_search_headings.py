@@ -77,6 +77,12 @@ def test_section_numbers_are_neither_shown_nor_answers(tmp_path: Path, snippet: 
     grounding = Grounding([question, shown])
     assert grounding.accepts("16 millimetres") and not grounding.accepts("4.2.1") and not grounding.accepts("4.2")
     assert observation(index, "football club founded", k=1, snippet=snippet).startswith("[1] 1. FC Köln: 1. FC Köln is")
+    # the first entry of a section: its passage opens with the page's heading and the section's (they hold no text
+    # of their own), then the entry's term; the label shows all three without numbers, and the text opens after them
+    (tmp_path / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
+    shown = observation(open_corpus(tmp_path / "berths.html"), "marina size boats", k=1, snippet=snippet)
+    assert shown.startswith("[1] Berth Settings > Sizes > max_berths (integer): Sets the size of the marina.")
+    assert "5.3" not in shown
     assert unnumbered("20.3.1. Connection Settings") == "Connection Settings" == unnumbered("Connection Settings")
     assert unnumbered("F.3. auth_delay") == "auth_delay"
     assert unnumbered("3.11.2 Documentation") == "3.11.2 Documentation"  # a version, not a section number
