@@ -11,6 +11,7 @@ page that holds the marker character itself is left to `PageText`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,13 +39,15 @@ _MAIN_TAGS = ("main", "article")
 _MAYBE_ATTRIBUTES = ("role", "aria-hidden")
 
 
-def _candidates(root: Any) -> tuple[list[Any], list[Any]]:
+def _candidates(root: Any) -> tuple[list[Any], list[Any], list[Any]]:
     """The elements that might be chrome (is_chrome decides on each: a tag that is, a role or aria-hidden
-    attribute, or a class or id value that names chrome), and the main-content elements, in document order.
+    attribute, or a class or id value that names chrome), the main-content elements, and the callout boxes (a
+    note, a warning: their headings title them), in document order.
 
     One loop in Python: lxml's XPath took 20-50x longer on the same tests."""
     chrome: list[Any] = []
     mains: list[Any] = []
+    callouts: list[Any] = []
     for element in root.iter():
         tag = element.tag
         if tag in _MAYBE_TAGS:
@@ -52,17 +55,25 @@ def _candidates(root: Any) -> tuple[list[Any], list[Any]]:
             continue
         if tag in _MAIN_TAGS:
             mains.append(element)
+        maybe = False
         for name, value in element.items():
             if name == "class":
                 if class_verdict(value) in (WHOLE, WORD):
-                    chrome.append(element)
-                    break
+                    maybe = True
+                elif _is_callout(value):
+                    callouts.append(element)
             elif name in _MAYBE_ATTRIBUTES or (name == "id" and value.lower() in CHROME_IDS):
                 if name == "role" and value == "main" and tag not in _MAIN_TAGS:
                     mains.append(element)
-                chrome.append(element)
-                break
-    return chrome, mains
+                maybe = True
+        if maybe:
+            chrome.append(element)
+    return chrome, mains, callouts
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_callout(classes: str) -> bool:
+    return not CALLOUT_CLASSES.isdisjoint(classes.lower().split())
 
 
 def tree_content(root: Any) -> tuple[str, str, tuple[Section, ...]] | None:
@@ -74,7 +85,7 @@ def tree_content(root: Any) -> tuple[str, str, tuple[Section, ...]] | None:
     title = "" if title_element is None else "".join(title_element.itertext())
     if title_element is not None:
         _cut(title_element)  # its text is the title, not the page's (as PageText reads it)
-    chrome, mains = _candidates(root)
+    chrome, mains, callouts = _candidates(root)
     dropped: set[Any] = set()
     for element in chrome:
         if any(a in dropped for a in element.iterancestors()):
@@ -92,7 +103,7 @@ def tree_content(root: Any) -> tuple[str, str, tuple[Section, ...]] | None:
     for region in regions:
         for element in region.iter(*BLOCK_TAGS, *CELL_TAGS, "br", "hr"):
             _mark_block(element, element is region)
-        _mark_headings(region, headings)
+        _mark_headings(region, headings, callouts)
     texts = [etree.tostring(r, method="text", encoding="unicode", with_tail=False) for r in regions]
     marked_text = "\n\n".join(texts) + "\n\n"
     if marked_text.count(SENTINEL) + marked_text.count(RESUME) != len(headings):
@@ -138,37 +149,43 @@ def _mark_block(element: Any, is_region: bool) -> None:
             element.tail = "\n\n" + (element.tail or "")
 
 
-def _mark_headings(region: Any, headings: list[tuple[int, str | None]]) -> None:
-    """Mark the headings and description list terms of `region` that start sections, and the end of each list
-    with such terms (PageText's RESUME, after the blank line that ends the list), adding them to `headings`."""
+def _mark_headings(region: Any, headings: list[tuple[int, str | None]], callouts: list[Any]) -> None:
+    """Mark the headings and description list terms of `region` that start sections (not one inside another, nor
+    one in a callout box), and the end of each list with such terms (PageText's RESUME, after the blank line that
+    ends the list), adding them to `headings`."""
     from lxml import etree
 
-    lists: list[bool] = []  # the open description lists, and whether a term of each opened a section
-    for event, element in etree.iterwalk(region, events=("start", "end"), tag=(*HEADINGS, TERM, "dl")):
+    titles = (*HEADINGS, TERM)
+    boxed = {element for box in callouts for element in box.iter(*titles)}
+    # the open description lists (those around the region too, as PageText counts them), and whether a term of
+    # each opened a section
+    lists = [False for a in region.iterancestors() if a.tag == "dl"]
+    inside = 0  # open headings and terms: one inside another opens no section
+    for event, element in etree.iterwalk(region, events=("start", "end"), tag=(*titles, "dl")):
         if element.tag == "dl":
             if event == "start":
                 lists.append(False)
             elif lists.pop():
                 element.tail = element.tail[:2] + RESUME + element.tail[2:]  # _mark_block began it with "\n\n"
                 headings.append((term_level(len(lists) + 1), None))
-        elif event == "start":
-            marked = _mark_heading(element)
-            if marked is not None:
-                headings.append(marked)
-                if element.tag == TERM and lists:
-                    lists[-1] = True
+            continue
+        if event == "end":
+            inside -= 1
+            continue
+        inside += 1
+        if inside > 1 or element in boxed:
+            continue
+        level = HEADINGS.get(element.tag) or term_level(len(lists))
+        marked = _mark_heading(element, level)
+        if marked is not None:
+            headings.append(marked)
+            if element.tag == TERM and lists:
+                lists[-1] = True
 
 
-def _mark_heading(heading: Any) -> tuple[int, str] | None:
+def _mark_heading(heading: Any, level: int) -> tuple[int, str] | None:
     """(level, text) of a heading (or a description list's term) that starts a section, with the marker put before
-    its first character; None for one inside another or inside a callout box, or one without text."""
-    ancestors = list(heading.iterancestors())
-    if any(a.tag in HEADINGS or a.tag == TERM for a in ancestors):
-        return None
-    for element in (heading, *ancestors):
-        classes = element.get("class")
-        if classes and not CALLOUT_CLASSES.isdisjoint(classes.lower().split()):
-            return None
+    its first character; None for one without text."""
     text = " ".join("".join(heading.itertext()).split())
     if not text:
         return None
@@ -177,7 +194,6 @@ def _mark_heading(heading: Any) -> tuple[int, str] | None:
         stripped = value.lstrip() if value else ""
         if stripped:
             setattr(element, attribute, value[: len(value) - len(stripped)] + SENTINEL + stripped)
-            level = HEADINGS.get(heading.tag) or term_level(sum(1 for a in ancestors if a.tag == "dl"))
             return level, text
     return None
 
