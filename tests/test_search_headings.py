@@ -190,3 +190,23 @@ def test_a_long_entry_is_found_by_its_name_in_every_passage(tmp_path: Path) -> N
     assert len(entry) >= 2 and "curfew" not in entry[-1].text and "bell" in entry[-1].text
     shown = observation(index, "quay_curfew bell ten", k=1, snippet="sentences", sentences=2)
     assert shown.startswith("[1] Harbour Settings > Limits > quay_curfew (integer): ") and "A bell rings" in shown
+
+
+def test_a_passage_loses_only_headings_that_stand_on_their_own_line() -> None:
+    """The search takes off the headings a passage opens with where its label shows them, but not a sentence that
+    opens with a heading's words (the PostgreSQL manual's "gssencmode is ignored for Unix domain socket
+    communication." under the entry "gssencmode", and "Options for Windows" under "Options")."""
+    from types import SimpleNamespace
+
+    from offline_agent.tools.corpus import _opening
+
+    def opening(text: str, *heading: str) -> str:
+        return _opening(SimpleNamespace(title="libpq", heading=("libpq", *heading)), text)
+
+    assert opening("gssencmode\n\nSets the mode.", "Parameters", "gssencmode") == "Sets the mode."
+    sentence = "gssencmode is ignored for Unix domain socket communication."
+    assert opening(sentence, "Parameters", "gssencmode") == sentence
+    assert opening("Options for Windows\n\n-e source\n\nNames the source.", "Options", "-e source") == (
+        "Options for Windows\n\n-e source\n\nNames the source."
+    )
+    assert opening("20.3.1. Options\n\n-e source\n\nNames it.", "20.3.1. Options", "-e source") == "Names it."

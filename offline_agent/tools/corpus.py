@@ -423,12 +423,13 @@ def _opening(passage: Any, text: str) -> str:
 
 
 def _starts_with(text: str, heading: str, at: int = 0) -> int | None:
-    """Where `heading` ends in `text` if `text` starts with it at `at` (after spaces, and spacing aside: a heading
-    is stored on one line); None where it does not."""
+    """Where `heading` ends in `text` if `text` starts with it at `at` as a line of its own (after spaces, and
+    spacing aside: a heading is stored on one line); None where it does not (a sentence that opens with the
+    heading's words: "gssencmode is ignored ..." under the heading "gssencmode")."""
     words = heading.split()
     if not words:
         return None
-    match = re.compile(r"\s*" + r"\s+".join(map(re.escape, words))).match(text, at)
+    match = re.compile(r"\s*" + r"\s+".join(map(re.escape, words)) + r"(?=[^\S\n]*(?:\n|$))").match(text, at)
     return match.end() if match else None
 
 
