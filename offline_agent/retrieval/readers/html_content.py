@@ -124,6 +124,13 @@ def term_level(lists: int) -> int:
     return len(HEADINGS) + max(lists, 1)
 
 
+@functools.lru_cache(maxsize=4096)
+def is_callout(classes: str) -> bool:
+    """Whether a class attribute names a callout box (a note, a warning), whose headings title the box, not a
+    section; cached, as a page repeats a few classes thousands of times."""
+    return not CALLOUT_CLASSES.isdisjoint(classes.lower().split())
+
+
 WHOLE, WORD, CONTENT = "whole", "word", "content"
 
 
@@ -194,7 +201,7 @@ class PageText:
                     self._regions.append([len(self.parts), -1])
                 self._main += 1
             classes = attr("class")
-            if classes and not CALLOUT_CLASSES.isdisjoint(classes.lower().split()):
+            if classes and is_callout(classes):
                 effect |= _CALLOUT
                 self._callout += 1
             level = HEADINGS.get(tag) or (term_level(len(self._lists)) if tag == TERM else None)

@@ -11,14 +11,12 @@ page that holds the marker character itself is left to `PageText`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from typing import Any
 
 from offline_agent.retrieval.readers.base import Section
 from offline_agent.retrieval.readers.html_content import (
     BLOCK_TAGS,
-    CALLOUT_CLASSES,
     CELL_TAGS,
     CHROME_IDS,
     HEADINGS,
@@ -30,6 +28,7 @@ from offline_agent.retrieval.readers.html_content import (
     WORD,
     assemble,
     class_verdict,
+    is_callout,
     is_chrome,
     term_level,
 )
@@ -60,7 +59,7 @@ def _candidates(root: Any) -> tuple[list[Any], list[Any], list[Any]]:
             if name == "class":
                 if class_verdict(value) in (WHOLE, WORD):
                     maybe = True
-                elif _is_callout(value):
+                elif is_callout(value):
                     callouts.append(element)
             elif name in _MAYBE_ATTRIBUTES or (name == "id" and value.lower() in CHROME_IDS):
                 if name == "role" and value == "main" and tag not in _MAIN_TAGS:
@@ -69,11 +68,6 @@ def _candidates(root: Any) -> tuple[list[Any], list[Any], list[Any]]:
         if maybe:
             chrome.append(element)
     return chrome, mains, callouts
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_callout(classes: str) -> bool:
-    return not CALLOUT_CLASSES.isdisjoint(classes.lower().split())
 
 
 def tree_content(root: Any) -> tuple[str, str, tuple[Section, ...]] | None:
