@@ -1,10 +1,11 @@
-"""Build hook: compiles the optional BM25 search kernel (offline_agent/retrieval/_kernel.c) into the wheel.
+"""Build hook: compiles the optional C modules of offline_agent/retrieval into the wheel.
 
-The kernel speeds up search; nothing needs it (offline_agent/retrieval/kernel.py falls back to numpy). So a
-failed compile, or a machine without a C compiler or Python's headers, prints a warning and the install goes
-on. An editable install (`pip install -e .`, what scripts/install.sh does) puts the compiled module beside its
-source, where the package is imported from; run the install again after changing the C file (a module built
-from other source is ignored: see kernel.py).
+`_kernel.c` (BM25 search) and `_sentences.c` (sentence splitting and chunking) only make things faster; nothing
+needs them (offline_agent/retrieval/kernel.py loads them, and search falls back to numpy, sentences.py to its own
+Python). So a failed compile, or a machine without a C compiler or Python's headers, prints a warning and the
+install goes on. An editable install (`pip install -e .`, what scripts/install.sh does) puts each compiled module
+beside its source, where the package is imported from; run the install again after changing a C file (a module
+built from other source is ignored: see kernel.py).
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("offline_agent") / "retrieval" / "_kernel.c"
+FOLDER = Path("offline_agent") / "retrieval"
+MODULES = {"_kernel": "the search kernel", "_sentences": "the sentence splitter"}  # name: what a warning calls it
 
 
-def compile_kernel(root: Path, out_dir: Path) -> Path | None:
-    """Compile the kernel into out_dir; its path, or None (with a warning) when it cannot be built."""
-    src = root / SOURCE
+def compile_module(root: Path, name: str, out_dir: Path) -> Path | None:
+    """Compile FOLDER/<name>.c into out_dir; its path, or None (with a warning) when it cannot be built."""
+    src = root / FOLDER / f"{name}.c"
+    what = MODULES[name]
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    out = out_dir / f"_kernel{ext}"
+    out = out_dir / f"{name}{ext}"
     ldshared = sysconfig.get_config_var("LDSHARED")
     include = sysconfig.get_paths().get("include")
     if not ldshared or not include or not (Path(include) / "Python.h").exists() or sys.platform == "win32":
-        print("offline-agent: no C compiler setup or Python headers; search uses numpy only", file=sys.stderr)
+        print(f"offline-agent: no C compiler setup or Python headers; {what} is not built", file=sys.stderr)
         return None
     digest = hashlib.sha256(src.read_bytes()).hexdigest()
     cmd = [
@@ -54,11 +57,11 @@ def compile_kernel(root: Path, out_dir: Path) -> Path | None:
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.SubprocessError) as exc:
-        print(f"offline-agent: could not compile the search kernel ({exc}); search uses numpy only", file=sys.stderr)
+        print(f"offline-agent: could not compile {what} ({exc}); Python does its work", file=sys.stderr)
         return None
     if result.returncode != 0:
         print(
-            f"offline-agent: compiling the search kernel failed; search uses numpy only:\n{result.stderr[-2000:]}",
+            f"offline-agent: compiling {what} failed; Python does its work:\n{result.stderr[-2000:]}",
             file=sys.stderr,
         )
         return None
@@ -66,23 +69,25 @@ def compile_kernel(root: Path, out_dir: Path) -> Path | None:
 
 
 class KernelBuildHook(BuildHookInterface):
-    """Adds the compiled kernel to the wheel, or beside its source for an editable install."""
+    """Adds the compiled modules to the wheel, or beside their sources for an editable install."""
 
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        try:
-            self._add_kernel(version, build_data)
-        except Exception as exc:  # noqa: BLE001 - the kernel is optional: nothing here may fail an install
-            print(f"offline-agent: the search kernel was not built ({exc!r}); search uses numpy only", file=sys.stderr)
+        for name, what in MODULES.items():
+            try:
+                self._add(name, version, build_data)
+            except Exception as exc:  # noqa: BLE001 - the modules are optional: nothing here may fail an install
+                print(f"offline-agent: {what} was not built ({exc!r}); Python does its work", file=sys.stderr)
 
-    def _add_kernel(self, version: str, build_data: dict[str, Any]) -> None:
+    def _add(self, name: str, version: str, build_data: dict[str, Any]) -> None:
         root = Path(self.root)
         if version == "editable":
-            compile_kernel(root, (root / SOURCE).parent)
+            compile_module(root, name, root / FOLDER)
             return
-        self._tmp = tempfile.mkdtemp(prefix="offline-agent-kernel-")
-        built = compile_kernel(root, Path(self._tmp))
+        if not getattr(self, "_tmp", None):
+            self._tmp = tempfile.mkdtemp(prefix="offline-agent-kernel-")
+        built = compile_module(root, name, Path(self._tmp))
         if built is not None:
             build_data["force_include"][str(built)] = f"offline_agent/retrieval/{built.name}"
             build_data["pure_python"] = False
