@@ -277,8 +277,8 @@ class Table:
     def __len__(self) -> int:
         return len(self.texts)
 
-    def extend(self, batch: list[str | Passage], first_id: int) -> list[str]:
-        """Add a batch of passages; return the texts to index (a passage's title goes with its text)."""
+    def extend(self, batch: list[str | Passage], first_id: int) -> None:
+        """Add a batch of passages."""
         if all(type(item) is str for item in batch):
             n = len(batch)
             self.texts.extend(batch)
@@ -290,13 +290,15 @@ class Table:
             self.headings.extend([""] * n)
             self.lines.extend([0] * n)
             self.pages.extend([0] * n)
-            return batch
+            return
         self.one_doc_each = False
-        return [self._append(item, first_id + i) for i, item in enumerate(batch)]
+        for i, item in enumerate(batch):
+            self._append(item, first_id + i)
 
-    def _append(self, item: str | Passage, number: int) -> str:
+    def _append(self, item: str | Passage, number: int) -> None:
         if isinstance(item, str):
-            return self.extend([item], number)[0]
+            self.extend([item], number)
+            return
         if not isinstance(item, Passage):
             raise TypeError(f"expected str or Passage, got {type(item).__name__}")
         self.texts.append(item.text)
@@ -308,7 +310,11 @@ class Table:
         self.headings.append(join_heading(item.heading))
         self.lines.append(item.line)
         self.pages.append(item.page)
-        return item.indexed_text
+
+
+def indexed_text(item: str | Passage) -> str:
+    """What the index tokenizes for a new passage: a plain string as it is, a `Passage`'s `indexed_text`."""
+    return item if type(item) is str else item.indexed_text
 
 
 # Below this many batches, starting worker processes costs more than it saves.

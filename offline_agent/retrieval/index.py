@@ -23,7 +23,15 @@ from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.checks import check_index_arrays
 from offline_agent.retrieval.checksums import PendingChecks, lazy_checks
 from offline_agent.retrieval.columns import DECODE_ERRORS, StringColumn
-from offline_agent.retrieval.encode import BATCH, Encoded, Table, TermCoder, encode_texts, pin_malloc_threshold
+from offline_agent.retrieval.encode import (
+    BATCH,
+    Encoded,
+    Table,
+    TermCoder,
+    encode_texts,
+    indexed_text,
+    pin_malloc_threshold,
+)
 from offline_agent.retrieval.passages import Passage, SearchResult, split_heading
 from offline_agent.retrieval.postings import Postings, Searcher, TermIds, Triples, build_postings, unique_sorted
 from offline_agent.retrieval.scoring import BM25Params
@@ -196,9 +204,9 @@ class BM25Index:
         table = Table()
         texts: list[str] = []  # what to tokenize: nothing where `encoded` holds the postings already
         for batch in _batches(docs, BATCH):
-            batch_texts = table.extend(batch, base + len(table))
+            table.extend(batch, base + len(table))
             if encoded is None:
-                texts.extend(batch_texts)
+                texts.extend(map(indexed_text, batch))
         dead = [] if delete is None else [int(i) for i in delete]
         if not len(table) and not dead:
             return np.zeros(0, np.int64)

@@ -306,7 +306,7 @@ def ingest_paths(
             out.duplicates.append((entry.source, twins[entry.source]))
             continue
         base = len(out.passages)
-        out.passages.extend(dataclasses.replace(p, id=base + p.id) for p in passages)
+        out.passages.extend(p.with_id(base + p.id) for p in passages)
         record["passages"] = len(passages)
         out.notes.extend((entry.source, n) for n in notes)
     return out

@@ -61,6 +61,13 @@ class Passage:
         below = heading_beyond_title(self.heading, self.title)
         return "\n".join([*([self.title] if self.title else []), *below, self.text])
 
+    def with_id(self, new_id: int) -> Passage:
+        """This passage under another id: what `dataclasses.replace(self, id=new_id)` gives, in a quarter of its
+        time (a build renumbers every passage it reads)."""
+        copy = object.__new__(Passage)
+        copy.__dict__.update(self.__dict__, id=new_id)
+        return copy
+
     def place(self) -> str:
         """Where the passage is, for people: "page 4" or "line 120" (empty where not known)."""
         if self.page:

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offline_agent.retrieval import ingest_paths
-from offline_agent.retrieval.readers.html import _read_lxml, _read_stdlib, html_content
+from offline_agent.retrieval.readers.base import Fields
+from offline_agent.retrieval.readers.html import HTMLReader, _read_lxml, _read_stdlib, html_content
 from offline_agent.retrieval.readers.html_content import collapse_spaces, page_title
 
 PAGES = Path(__file__).parent / "html_pages"
@@ -96,6 +97,17 @@ def test_a_page_keeps_its_content_and_drops_its_chrome(page: str) -> None:
 def test_lxml_and_the_standard_library_read_a_page_alike(page: str) -> None:
     html = (PAGES / page).read_text(encoding="utf-8")
     assert _read_lxml(html) == _read_stdlib(html).result()
+
+
+@pytest.mark.parametrize("page", sorted(EXPECTED))
+def test_the_file_reads_as_its_text_does(page: str) -> None:
+    # The reader hands a UTF-8 file's bytes to lxml as they are; with a byte-order mark, or a NUL past the first
+    # 8 KB (dropped from the text), it encodes the decoded text instead: the page reads the same each way.
+    data = (PAGES / page).read_bytes()
+    text = data.decode("utf-8")
+    for raw in (data, b"\xef\xbb\xbf" + data, data + b" " * 9000 + b"\x00\n"):
+        (doc,), _ = HTMLReader().read(PAGES / page, raw, page, Fields())
+        assert (doc.title, doc.text, doc.sections) == html_content(text)
 
 
 @pytest.mark.parametrize(

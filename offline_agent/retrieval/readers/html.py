@@ -53,12 +53,15 @@ def _read_stdlib(html: str) -> PageText:
     return page
 
 
-def _read_lxml(html: str) -> tuple[str, str, tuple[Section, ...]] | None:
+def _read_lxml(html: str, utf8: bytes | None = None) -> tuple[str, str, tuple[Section, ...]] | None:
     """(title, text, sections) of the page read with lxml, or None where lxml did not read all of it or the page
-    holds html_content's marker character (the caller then uses the fallback)."""
+    holds html_content's marker character (the caller then uses the fallback). `utf8`: the page's bytes where they
+    are `html` in UTF-8 with no NUL, which saves encoding it again."""
     parser = _etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
+    if utf8 is None:
+        utf8 = html.replace("\x00", "").encode("utf-8", "surrogatepass")
     try:
-        root = _etree.fromstring(html.replace("\x00", "").encode("utf-8", "surrogatepass"), parser)
+        root = _etree.fromstring(utf8, parser)
     except (_etree.Error, ValueError):
         return None
     if any("depth" in str(error.message).lower() for error in parser.error_log):
@@ -68,9 +71,10 @@ def _read_lxml(html: str) -> tuple[str, str, tuple[Section, ...]] | None:
     return tree_content(root)
 
 
-def html_content(html: str) -> tuple[str, str, tuple[Section, ...]]:
-    """(title, main text, heading sections) of an HTML page; see html_content.PageText for what is kept."""
-    content = _read_lxml(html) if _etree is not None else None
+def html_content(html: str, utf8: bytes | None = None) -> tuple[str, str, tuple[Section, ...]]:
+    """(title, main text, heading sections) of an HTML page; see html_content.PageText for what is kept. `utf8`,
+    where given, is `html` encoded in UTF-8 (the file's bytes, where they are that)."""
+    content = _read_lxml(html, utf8) if _etree is not None else None
     return content if content is not None else _read_stdlib(html).result()
 
 
@@ -88,5 +92,8 @@ class HTMLReader:
     extra = None
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        title, body, sections = html_content(decode_text(data))
+        html = decode_text(data)
+        # The file's bytes go to lxml as they are where they are the text in UTF-8 (no byte-order mark, no NUL).
+        plain = not data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data
+        title, body, sections = html_content(html, data if plain else None)
         return [Document(doc_id, title or path.stem, body, sections=sections)], []
