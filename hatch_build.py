@@ -1,8 +1,8 @@
 """Build hook: compiles the optional C modules of offline_agent/retrieval into the wheel.
 
-`_kernel.c` (BM25 search) and `_sentences.c` (sentence splitting and chunking) only make things faster; nothing
-needs them (offline_agent/retrieval/kernel.py loads them, and search falls back to numpy, sentences.py to its own
-Python). So a failed compile, or a machine without a C compiler or Python's headers, prints a warning and the
+`_kernel.c` (BM25 search) and `_text.c` (sentence splitting, chunking, the spacing of a page's text) only make
+things faster; nothing needs them (offline_agent/retrieval/kernel.py loads them; search falls back to numpy, the
+text work to Python). So a failed compile, or a machine without a C compiler or Python's headers, prints a warning and the
 install goes on. An editable install (`pip install -e .`, what scripts/install.sh does) puts each compiled module
 beside its source, where the package is imported from; run the install again after changing a C file (a module
 built from other source is ignored: see kernel.py).
@@ -23,7 +23,7 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 FOLDER = Path("offline_agent") / "retrieval"
-MODULES = {"_kernel": "the search kernel", "_sentences": "the sentence splitter"}  # name: what a warning calls it
+MODULES = {"_kernel": "the search kernel", "_text": "the text kernel"}  # name: what a warning calls it
 
 
 def compile_module(root: Path, name: str, out_dir: Path) -> Path | None:

@@ -1,11 +1,11 @@
-"""The optional compiled modules: the search kernel (`_kernel.c`) and the sentence splitter (`_sentences.c`).
+"""The optional compiled modules: the search kernel (`_kernel.c`) and the text kernel (`_text.c`).
 
 Each is compiled when the package is installed (the build hook in hatch_build.py; it needs a C compiler and
 Python's headers). An install without them is not an error: `compiled()` returns None, `postings.Searcher`
-answers with numpy and sentences.py splits in Python, with the same results, only slower. A module built from
-another version of its C file (an editable install whose C file changed since) is ignored the same way; running
-the install again rebuilds it. Setting OFFLINE_AGENT_NO_KERNEL=1 turns both off (to compare both paths, or to
-rule them out).
+answers with numpy, and sentences.py and html_content.py do their text work in Python, with the same results,
+only slower. A module built from another version of its C file (an editable install whose C file changed since)
+is ignored the same way; running the install again rebuilds it. Setting OFFLINE_AGENT_NO_KERNEL=1 turns both off
+(to compare both paths, or to rule them out).
 """
 
 from __future__ import annotations

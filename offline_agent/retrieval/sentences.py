@@ -12,7 +12,7 @@ item is one sentence, not a number and then the rest. Limits: no language-specif
 inside quotes that end in `.` followed by a lowercase word stay joined with what follows.
 
 Time is linear in the length of the text: each candidate end looks back only over the word before it, and a run of
-end marks (a row of dots) is tried once, from its first mark. `_sentences.c` does the same work in one pass
+end marks (a row of dots) is tried once, from its first mark. `_text.c` does the same work in one pass
 (about a tenth of the time); where it is built, `split_sentences` and `chunk_spans` use it, with the same results
 (tests compare both), and the Python below is what runs without it.
 """
@@ -23,7 +23,7 @@ import re
 
 from offline_agent.retrieval.kernel import compiled
 
-_COMPILED = compiled("_sentences", 1)
+_COMPILED = compiled("_text", 1)
 
 _ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al fig figs no nos vol pp ca approx dept est inc ltd co

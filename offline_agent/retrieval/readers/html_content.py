@@ -38,9 +38,11 @@ import functools
 import re
 from collections.abc import Callable
 
+from offline_agent.retrieval.kernel import compiled
 from offline_agent.retrieval.readers.base import Section
 
 Attr = Callable[[str], "str | None"]
+_COMPILED = compiled("_text", 1)
 
 
 def _names(text: str) -> frozenset[str]:
@@ -353,7 +355,14 @@ def assemble(marked: str, headings: list[tuple[int, str | None]], title: str) ->
 
 def collapse_spaces(text: str) -> str:
     """Runs of spaces and tabs as one space, no space at either end of a line, at most one blank line in a row,
-    and no space or line break at either end (other line breaks are kept)."""
+    and no space or line break at either end (other line breaks are kept). In C where `_text.c` is built."""
+    if _COMPILED is not None:
+        return _COMPILED.collapse_spaces(text)
+    return _collapse_spaces(text)
+
+
+def _collapse_spaces(text: str) -> str:
+    """`collapse_spaces` in Python."""
     for space in _OTHER_SPACES:
         if space in text:
             text = text.replace(space, " ")

@@ -1,7 +1,8 @@
-/* Sentence spans and passage chunks in one pass over a text: what sentences.py's Python functions return, faster.
+/* Text work done for every page that is indexed, in C: sentence spans and passage chunks (what sentences.py's
+split_sentences and chunk_spans return) and the spacing of a page's text (html_content.collapse_spaces).
 
 Why C: the Python splitter runs a few regular expressions and a function call per full stop, and chunking a
-manual spends most of its time there. This module walks the text once, character by character, with the rules
+manual spent most of its time there; collapsing spaces took five passes over each page's text. This module walks the text once, character by character, with the rules
 of sentences.py written out as loops (each regular expression there is named where its loop stands), and gives
 the same spans for every text: tests compare both on random and real texts. Characters are classed as Python's
 regular expressions and str methods class them: \s and str.split are Py_UNICODE_ISSPACE, \d is
@@ -16,7 +17,7 @@ if it is there and built from this source; sentences.py uses its own Python othe
 #include <Python.h>
 #include <stdlib.h>
 
-#define SENTENCES_VERSION 1
+#define TEXT_VERSION 1
 #ifndef SOURCE_SHA256 /* set by the build (hatch_build.py): kernel.py ignores a module built from other source */
 #define SOURCE_SHA256 ""
 #endif
@@ -380,7 +381,55 @@ static PyObject *chunk_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     return result;
 }
 
+PyDoc_STRVAR(collapse_spaces_doc, "collapse_spaces(text) -> str: html_content.collapse_spaces.");
+
+/* One pass of what collapse_spaces does in five: tabs, carriage returns, form feeds, vertical tabs and no-break
+   spaces are spaces; a run of spaces is one; a space beside a line break goes; three or more line breaks in a row
+   (spaces aside) are two; then the ends are stripped of whitespace (Py_UNICODE_ISSPACE, as str.strip). */
+static PyObject *collapse_spaces(PyObject *Py_UNUSED(self), PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "expected a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), out = 0;
+    Py_UCS4 *buf = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *buf);
+    if (!buf) return PyErr_NoMemory();
+    Py_ssize_t breaks = 0;
+    int space = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' || c == 0xA0) {
+            space = 1;
+        } else if (c == '\n') {
+            breaks++;
+            space = 0; /* a space before a break goes, and one after it (space is not set while breaks > 0) */
+        } else {
+            if (out > 0) { /* the whitespace before the first character is stripped */
+                if (breaks) {
+                    buf[out++] = '\n';
+                    if (breaks > 1) buf[out++] = '\n';
+                } else if (space) {
+                    buf[out++] = ' ';
+                }
+            }
+            breaks = 0;
+            space = 0;
+            buf[out++] = c;
+        }
+        if (breaks) space = 0;
+    }
+    Py_ssize_t start = 0, end = out; /* other whitespace (U+2003, U+2028 ...) at either end goes too */
+    while (start < end && Py_UNICODE_ISSPACE(buf[start])) start++;
+    while (end > start && Py_UNICODE_ISSPACE(buf[end - 1])) end--;
+    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf + start, end - start);
+    PyMem_Free(buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"collapse_spaces", collapse_spaces, METH_O, collapse_spaces_doc},
     {"split_sentences", split_sentences, METH_VARARGS, split_sentences_doc},
     {"chunk_spans", chunk_spans, METH_VARARGS, chunk_spans_doc},
     {NULL, NULL, 0, NULL},
@@ -388,15 +437,16 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     .m_base = PyModuleDef_HEAD_INIT,
-    .m_name = "_sentences",
-    .m_doc = "Sentence spans and passage chunks of a text, as sentences.py computes them.",
+    .m_name = "_text",
+    .m_doc = "Sentence spans, passage chunks and collapsed spaces of a text, as sentences.py and html_content.py "
+             "compute them.",
     .m_size = -1,
     .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__sentences(void) {
+PyMODINIT_FUNC PyInit__text(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m && (PyModule_AddIntConstant(m, "VERSION", SENTENCES_VERSION) < 0 ||
+    if (m && (PyModule_AddIntConstant(m, "VERSION", TEXT_VERSION) < 0 ||
               PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0)) {
         Py_DECREF(m);
         return NULL;
