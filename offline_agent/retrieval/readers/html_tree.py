@@ -38,6 +38,24 @@ _MAIN_TAGS = ("main", "article")
 _MAYBE_ATTRIBUTES = ("role", "aria-hidden")
 
 
+_CHROME, _CALLOUT, _NEITHER = 1, 2, 0
+# class attribute -> what it makes its element; read once per element of every page, so a plain dict (cleared when
+# it grows past a bound) and not the two cached functions it stands for
+_CLASS_KINDS: dict[str, int] = {}
+
+
+def _class_kind(classes: str) -> int:
+    """_CHROME (the class may make its element chrome: is_chrome decides), _CALLOUT or _NEITHER."""
+    if len(_CLASS_KINDS) >= 8192:
+        _CLASS_KINDS.clear()
+    if class_verdict(classes) in (WHOLE, WORD):
+        kind = _CHROME
+    else:
+        kind = _CALLOUT if is_callout(classes) else _NEITHER
+    _CLASS_KINDS[classes] = kind
+    return kind
+
+
 def _candidates(root: Any) -> tuple[list[Any], list[Any], list[Any]]:
     """The elements that might be chrome (is_chrome decides on each: a tag that is, a role or aria-hidden
     attribute, or a class or id value that names chrome), the main-content elements, and the callout boxes (a
@@ -47,6 +65,7 @@ def _candidates(root: Any) -> tuple[list[Any], list[Any], list[Any]]:
     chrome: list[Any] = []
     mains: list[Any] = []
     callouts: list[Any] = []
+    kinds = _CLASS_KINDS
     for element in root.iter():
         tag = element.tag
         if tag in _MAYBE_TAGS:
@@ -57,9 +76,12 @@ def _candidates(root: Any) -> tuple[list[Any], list[Any], list[Any]]:
         maybe = False
         for name, value in element.items():
             if name == "class":
-                if class_verdict(value) in (WHOLE, WORD):
+                kind = kinds.get(value)
+                if kind is None:
+                    kind = _class_kind(value)
+                if kind == _CHROME:
                     maybe = True
-                elif is_callout(value):
+                elif kind == _CALLOUT:
                     callouts.append(element)
             elif name in _MAYBE_ATTRIBUTES or (name == "id" and value.lower() in CHROME_IDS):
                 if name == "role" and value == "main" and tag not in _MAIN_TAGS:
