@@ -126,6 +126,7 @@ def test_the_file_reads_as_its_text_does(page: str) -> None:
         "<dl><dt>a<dt>b<dd>c</dl><p>d",  # terms without descriptions, end tags left out
         "<dl><dt><h3>In a term</h3></dt><dd>x</dd></dl><h2>H<dl><dt>In a heading</dt></dl></h2>",
         "<dt>no list</dt><dd>d</dd><p>e",
+        "<html><body><dl role='main'><dt>Term</dt><dd>the list is the main content</dd></dl></body></html>",
         "<dl><dt></dt><dd>empty term</dd></dl><p>f",
         "<table><tr><td>a<td>b</table><br>c<hr>d",
         "<div class='toc-backref'><a class='toc-backref'>kept words</a></div>",

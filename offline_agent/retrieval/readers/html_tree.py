@@ -182,7 +182,10 @@ def _mark_headings(region: Any, headings: list[tuple[int, str | None]], callouts
             if event == "start":
                 lists.append(False)
             elif lists.pop():
-                element.tail = element.tail[:2] + RESUME + element.tail[2:]  # _mark_block began it with "\n\n"
+                # _mark_block began the tail with "\n\n"; a list that is the region itself has none, and its end
+                # is then written nowhere: the count of marks falls short, and PageText reads the page
+                tail = element.tail or ""
+                element.tail = tail[:2] + RESUME + tail[2:]
                 headings.append((term_level(len(lists) + 1), None))
             continue
         if event == "end":
