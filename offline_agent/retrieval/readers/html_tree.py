@@ -48,10 +48,8 @@ def _class_kind(classes: str) -> int:
     """_CHROME (the class may make its element chrome: is_chrome decides), _CALLOUT or _NEITHER."""
     if len(_CLASS_KINDS) >= 8192:
         _CLASS_KINDS.clear()
-    if class_verdict(classes) in (WHOLE, WORD):
-        kind = _CHROME
-    else:
-        kind = _CALLOUT if is_callout(classes) else _NEITHER
+    chrome = class_verdict(classes) in (WHOLE, WORD)
+    kind = _CHROME if chrome else _CALLOUT if is_callout(classes) else _NEITHER
     _CLASS_KINDS[classes] = kind
     return kind
 
