@@ -213,12 +213,11 @@ static int sentences(const Text *t, Offsets *out) {
     int rc = -1;
     if (breaks(t, &cut_at) < 0 || sentence_ends(t, &end_of) < 0) goto done;
     Py_ssize_t i = 0, j = 0, start = 0;
-    for (;;) { /* both lists ascend: merge them, each cut once, the text's end last */
+    for (;;) { /* both lists ascend: merge them, the text's end last (an offset in both gives an empty part) */
         Py_ssize_t cut;
         if (i < cut_at.len && (j >= end_of.len || cut_at.at[i] <= end_of.at[j])) cut = cut_at.at[i++];
         else if (j < end_of.len) cut = end_of.at[j++];
         else cut = t->n;
-        if (cut < start) continue; /* the same offset from both lists */
         Py_ssize_t a = start, b = cut;
         while (a < b && is_space(ch(t, a))) a++;
         while (b > a && is_space(ch(t, b - 1))) b--;
