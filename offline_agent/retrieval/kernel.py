@@ -10,6 +10,7 @@ is ignored the same way; running the install again rebuilds it. Setting OFFLINE_
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -31,10 +32,18 @@ def compiled(name: str, version: int) -> ModuleType | None:
     if getattr(module, "VERSION", None) != version:
         return None
     built_from = getattr(module, "SOURCE_SHA256", "")
-    source = Path(__file__).with_name(f"{name}.c")
-    if built_from and source.exists() and hashlib.sha256(source.read_bytes()).hexdigest() != built_from:
+    source = _source_sha256(name)
+    if built_from and source is not None and source != built_from:
         return None
     return module
+
+
+@functools.cache
+def _source_sha256(name: str) -> str | None:
+    """The sha256 of this package's `name`.c (None where it is not there, as in a wheel): read once a process, as
+    sentences.py and html_content.py both ask for the text kernel."""
+    source = Path(__file__).with_name(f"{name}.c")
+    return hashlib.sha256(source.read_bytes()).hexdigest() if source.exists() else None
 
 
 def load() -> ModuleType | None:
