@@ -2,10 +2,10 @@
 
 `_kernel.c` (BM25 search) and `_text.c` (sentence splitting, chunking, the spacing of a page's text) only make
 things faster; nothing needs them (offline_agent/retrieval/kernel.py loads them; search falls back to numpy, the
-text work to Python). So a failed compile, or a machine without a C compiler or Python's headers, prints a warning and the
-install goes on. An editable install (`pip install -e .`, what scripts/install.sh does) puts each compiled module
-beside its source, where the package is imported from; run the install again after changing a C file (a module
-built from other source is ignored: see kernel.py).
+text work to Python). So a failed compile, or a machine without a C compiler or Python's headers, prints a
+warning and the install goes on. An editable install (`pip install -e .`, what scripts/install.sh does) puts
+each compiled module beside its source, where the package is imported from; run the install again after
+changing a C file (a module built from other source is ignored: see kernel.py).
 """
 
 from __future__ import annotations

@@ -2,16 +2,17 @@
 split_sentences and chunk_spans return) and the spacing of a page's text (html_content.collapse_spaces).
 
 Why C: the Python splitter runs a few regular expressions and a function call per full stop, and chunking a
-manual spent most of its time there; collapsing spaces took five passes over each page's text. This module walks the text once, character by character, with the rules
-of sentences.py written out as loops (each regular expression there is named where its loop stands), and gives
-the same spans for every text: tests compare both on random and real texts. Characters are classed as Python's
+manual spent most of its time there; collapsing spaces took five passes over each page's text. This module
+walks the text once, character by character, with the rules of sentences.py written out as loops (each regular
+expression there is named where its loop stands), and gives the same spans and text for every text: tests
+compare both on random and real texts. Characters are classed as Python's
 regular expressions and str methods class them: \s and str.split are Py_UNICODE_ISSPACE, \d is
 Py_UNICODE_ISDECIMAL, str.islower of one character is Py_UNICODE_ISLOWER. The one step done through Python
 objects is the abbreviation test (the word before a period, lowercased by str.lower, looked up in the set
 sentences.py passes in), so the list of abbreviations lives in one place.
 
 Optional like the search kernel: compiled when the package is installed (hatch_build.py), loaded by kernel.py
-if it is there and built from this source; sentences.py uses its own Python otherwise.
+if it is there and built from this source; sentences.py and html_content.py use their own Python otherwise.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -94,8 +95,8 @@ static int is_number_label(PyObject *word) {
         return 0;
     }
     while (i < n) {
-        if (PyUnicode_READ(kind, data, i) != '.' || i + 1 >= n || !Py_UNICODE_ISDECIMAL(PyUnicode_READ(kind, data, i + 1)))
-            return 0;
+        if (PyUnicode_READ(kind, data, i) != '.' || i + 1 >= n) return 0;
+        if (!Py_UNICODE_ISDECIMAL(PyUnicode_READ(kind, data, i + 1))) return 0;
         i++;
         while (i < n && Py_UNICODE_ISDECIMAL(PyUnicode_READ(kind, data, i))) i++;
     }
