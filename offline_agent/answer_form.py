@@ -9,7 +9,8 @@ Gator Country guitarist come from?"). The question says which of three forms its
   is `yes` or `no`. When it also offers options ("Are both A or B a genus of orchids?") the options are allowed
   too; when it offers options and compares ("Is A or B written more for ...?", "Was A or B born first?"), it
   asks which of them, and only the options are (a `choice`, with no yes or no).
-- `choice`: a which/who question that offers options joined by "or" ("Who was born first, A or B?"): the answer
+- `choice`: a which/who question (perhaps after an opening phrase and a comma: "On Linux, which has the larger
+  default: A or B?") that offers options joined by "or" ("Who was born first, A or B?"): the answer
   is one of the options as the question writes it (`choice_options`: the two names around "or" after a comma or
   a colon, or after the comparative word: "Which magazine was started first A or B?"), or with a capital
   first letter ("radium" or "Radium"); where the options cannot be told apart, any span of the question. "Which
@@ -63,6 +64,8 @@ _AUXILIARIES = frozenset(
     + ["shall", "should", "may", "might", "must", "am"]
 )
 _CHOOSERS = frozenset(["which", "who", "whom", "whose"])
+# A which/who question after an opening phrase and a comma ("In pg_trgm, which has ...?", "On Linux, which ...?").
+_OPENED_CHOOSER = re.compile(r"^[^,?:]{2,40},\s*(which|who|whom|whose)\b", re.IGNORECASE)
 # Words that make an "A or B" question a comparison even when its options are written in lower case.
 _COMPARING = re.compile(
     r"\b(first|last|earlier|later|older|oldest|younger|youngest|newer|higher|highest|lower|longer|longest|shorter|"
@@ -394,6 +397,9 @@ def answer_form(question: str) -> AnswerForm:
     """The form of `question`'s answer, by the rules of the module docstring."""
     words = [word.lower() for word in _WORD.findall(question)]
     first = words[0] if words else ""
+    opened = _OPENED_CHOOSER.match(question)
+    if opened is not None:  # "On Linux, which has the larger default: A or B?"
+        first = opened.group(1).lower()
     offers = _offers_options(question)
     if first in _AUXILIARIES:
         if offers:
