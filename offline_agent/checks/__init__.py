@@ -11,6 +11,7 @@ runs them in the order of `DEFAULT_CHECKS` (a strategy may pass its own list), w
     names.py     name_part; the name part, the person named           people's names
     dates.py     event; the date as written                            dates
     pairs.py     compare, sides, same, shared                          two things, each on its own document
+    quantities.py  the unit as written                                 numbers with their units of measure
 """
 
 from __future__ import annotations

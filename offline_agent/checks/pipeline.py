@@ -24,6 +24,7 @@ from offline_agent.checks.dates import Event, WholeDate
 from offline_agent.checks.kinds import AsksFor, Described, Kind, Modifier, NumberForAThing, TypeNoun, texts
 from offline_agent.checks.names import NamePart, NamePartCut, Owner
 from offline_agent.checks.pairs import Compare, Same, Shared, Sides
+from offline_agent.checks.quantities import Unit
 from offline_agent.checks.reading import OneSide, Unopened, Unread
 from offline_agent.checks.wording import InQuestion, Unnamed
 from offline_agent.details import RefusalDetails
@@ -52,7 +53,7 @@ DEFAULT_CHECKS: tuple[FinalCheck, ...] = (
     Modifier(),
 )
 # The rewrites: the name part before the checks; after them, the first of the others that applies.
-DEFAULT_REWRITES: tuple[AnswerRewrite, ...] = (NamePartCut(), WholeDate(), Owner(), TypeNoun())
+DEFAULT_REWRITES: tuple[AnswerRewrite, ...] = (NamePartCut(), WholeDate(), Owner(), TypeNoun(), Unit())
 
 
 class CheckPipeline:
