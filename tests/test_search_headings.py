@@ -144,6 +144,28 @@ def test_a_section_of_a_manual_shows_the_sentence_after_its_best_one(tmp_path: P
     )
 
 
+def test_a_section_of_a_manual_shows_at_least_section_sentences(tmp_path: Path) -> None:
+    """`section_sentences`: a passage below its document's title shows at least that many sentences, where a
+    reference entry's short "The default is 40 boats." shares no word with the query and loses to longer ones; a
+    record shows its `sentences` as before."""
+    (tmp_path / "manual").mkdir()
+    (tmp_path / "manual" / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
+    rope = {"id": "1", "title": "Rope", "text": "Rope is strands. Lines must be 16 mm thick. A boat is refused."}
+    (tmp_path / "pool.jsonl").write_text(json.dumps(rope))
+    manual, pool = open_corpus(tmp_path / "manual"), open_corpus(tmp_path / "pool.jsonl")
+    settings = {"k": 1, "snippet": "sentences", "sentences": 2}
+    entry = "[1] Berth Settings > Sizes > max_berths (integer): Sets the size of the marina. It says how many boats"
+    query = "boats moored bollards"
+    assert observation(manual, query, **settings) == f"{entry} may be moored at once."
+    assert observation(manual, query, **settings, section_sentences=3) == (
+        f"{entry} may be moored at once. The default is 40 boats."
+    )
+    assert observation(manual, query, **settings, section_sentences=1) == f"{entry} may be moored at once."  # at least
+    query = "lines thick refused boat"
+    record = "[1] Rope: Rope is strands. Lines must be 16 mm thick."  # 2 of its 3 sentences
+    assert observation(pool, query, **settings, section_sentences=3) == record == observation(pool, query, **settings)
+
+
 def test_the_sentences_shown_do_not_depend_on_the_hash_seed() -> None:
     """Sentences of equal weight were ranked by a float sum taken in a set's order, and a set's order changes with
     Python's hash seed: 0.1 + 0.2 + 0.3 is 0.6 in one order and 0.6000000000000001 in another, so the same

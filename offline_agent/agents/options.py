@@ -170,6 +170,12 @@ class StrategyOptions:
         low=0,
         high=5,
     )
+    section_sentences: int = option(
+        0,
+        "With snippet=sentences: at least N sentences per passage in a section below a document's title.",
+        low=0,
+        high=20,
+    )
     title_boost: bool = option(False, "Put the document whose title the query names first, whatever its BM25 rank.")
     links: int = option(
         0, "Also show up to N documents the found passages name: the next hop, without another search.", low=0, high=20
@@ -194,6 +200,7 @@ class StrategyOptions:
             links=self.links,
             sentences_after=self.sentences_after,
             section_sentences_after=self.section_sentences_after,
+            section_sentences=self.section_sentences,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -54,6 +54,9 @@ class SearchSettings:
     ..."). `section_sentences_after`: the same, at least, for a passage in a section below its document's title
     (a manual's "Title > Section", not an encyclopedic record or a page's opening): reference text names a thing
     and gives its value in the next sentence, where an article's next sentence is about something else.
+    `section_sentences`: at least this many sentences, the first one included, for a passage in such a section: a
+    reference entry states its value in a short sentence of its own ("The default is 80 MB.") that shares few
+    words with a question, and the entry's longer sentences outweigh it.
     """
 
     k: int = SEARCH_K
@@ -63,6 +66,7 @@ class SearchSettings:
     links: int = 0
     sentences_after: int = 0
     section_sentences_after: int = 0
+    section_sentences: int = 0
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -71,7 +75,7 @@ class SearchSettings:
             raise ConfigError(f"unknown snippet kind {self.snippet!r}; choose from {list(SNIPPETS)}")
         if not 1 <= self.k <= 20:
             raise ConfigError("search k must be between 1 and 20")
-        if not 1 <= self.sentences <= 20:
+        if not 1 <= self.sentences <= 20 or not 0 <= self.section_sentences <= 20:
             raise ConfigError("sentences per passage must be between 1 and 20")
         if not 0 <= self.links <= 20:
             raise ConfigError("links per search must be between 0 and 20")
@@ -258,7 +262,7 @@ class SearchTool(_ThreadDetails):
             terms = set(index.analyzer.tokens(query)) | set(index.analyzer.tokens(session.question))
             weights = index.term_idf(terms) if hasattr(index, "term_idf") else dict.fromkeys(terms, 1.0)
             texts = [
-                _best_sentences(p, weights, settings.sentences, index.analyzer, _after(p, settings)) for p in shown
+                _best_sentences(p, weights, _count(p, settings), index.analyzer, _after(p, settings)) for p in shown
             ]
         else:
             texts = [_clip(_opening(p, p.text), PASSAGE_CHARS) for p in shown]
@@ -388,6 +392,15 @@ def _label(passage: Any) -> str:
 
     headings = tuple(map(unnumbered, getattr(passage, "heading", ())))
     return passage_label(unnumbered(passage.title), headings, lambda heading: _clip(heading, HEADING_CHARS))
+
+
+def _count(passage: Any, settings: SearchSettings) -> int:
+    """How many sentences a search shows of `passage`, its first one included (more in a section of a document)."""
+    from offline_agent.retrieval.passages import heading_beyond_title
+
+    if heading_beyond_title(getattr(passage, "heading", ()), passage.title):
+        return max(settings.sentences, settings.section_sentences)
+    return settings.sentences
 
 
 def _after(passage: Any, settings: SearchSettings) -> int:
