@@ -750,7 +750,7 @@ def test_after_the_refusal_limit_a_number_question_is_answered_from_the_numbers_
     checked, unchecked = backend.calls[3].grammar, backend.calls[4].grammar
     assert "Baltic" in checked and "Baltic" not in unchecked and '"1,047"' in unchecked
     assert "search" in unchecked  # the step may still search; only its Final is narrowed
-    assert trajectory.answer == "1,047"
+    assert trajectory.answer == "1,047 kilometres"  # with the unit the text writes (checks/quantities.py)
 
 
 def test_a_step_is_left_whole_where_the_kind_asked_is_nothing_or_nothing_read_fits(tiny_index) -> None:

@@ -40,7 +40,7 @@ def eval_args(old: Path, folder: str, *extra: str) -> list[str]:
 
 
 # Defaults of the answer profile changed since the folders were written; they resume with the old value given.
-CHANGED_DEFAULTS = ("-o", "section_sentences_after=0")
+CHANGED_DEFAULTS = ("-o", "section_sentences_after=0", "-o", "section_sentences=0")
 
 
 @pytest.mark.parametrize(("folder", "extra"), [("react", ("--agent", "react")), ("verify", ())])
@@ -63,7 +63,7 @@ def test_the_old_flat_settings_are_the_answer_profiles(old: Path) -> None:
     for folder, agent in (("react", "react"), ("verify", "verify")):
         # a setting added since the folder was written reads as the value that reproduces its runs (ADDED_FIELDS)
         recorded = with_added_fields(json.loads((old / folder / "config.json").read_text()))["agent_config"]
-        now = agent_settings(agent, section_sentences_after=0).flat()  # the one default changed since (above)
+        now = agent_settings(agent, section_sentences_after=0, section_sentences=0).flat()  # changed since (above)
         assert {key: recorded[key] for key in now} == now
         assert set(recorded) - set(now) == (
             {"exclude_refused", "search_after_refusal", "read_hop", "action_graph"}

@@ -76,6 +76,7 @@ register_profile(
             "snippet": "sentences",
             "sentences": 2,
             "section_sentences_after": 1,
+            "section_sentences": 3,
             "links": 4,
             "observation_tokens": 600,
             "exclude_refused": True,
