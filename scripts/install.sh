@@ -56,19 +56,31 @@ fi
 echo "installing offline-agent$extras" >&2
 "${pip[@]}" install --quiet -e ".$extras"
 
-# The HTML report's browser test drives Debian's Chromium (no browser is downloaded by pip): install it where
-# this runs as root with apt, else say why the test will skip.
-if [ -n "$extras" ] && { ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; }; then
+# Debian packages some tests need, installed where this runs as root with apt (else those tests skip, each saying
+# why): apt_install "what it is for" PACKAGE...
+apt_install() {
+  local why=$1
+  shift
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing chromium and chromium-driver (for the HTML report's browser test)" >&2
-    if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
-        || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; }; then
-      echo "could not install chromium with apt-get: the browser test will skip" >&2
+    echo "installing $* ($why)" >&2
+    # A fresh machine may have no package lists yet: update them once where the first try fails.
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 \
+          && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1; }; }; then
+      echo "could not install $* with apt-get: the tests that need it will skip" >&2
     fi
   else
-    echo "chromium not installed and no root apt-get here: the HTML report's browser test will skip" \
-      "(install Debian's chromium and chromium-driver to run it)" >&2
+    echo "$* not installed and no root apt-get here: the tests that need it will skip (install it to run them)" >&2
   fi
+}
+
+# The HTML report's browser test drives Debian's Chromium (no browser is downloaded by pip).
+if [ -n "$extras" ] && { ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; }; then
+  apt_install "for the HTML report's browser test" chromium chromium-driver
+fi
+# The PostgreSQL 15 manual (HTML): a real manual for the reading and search tests.
+if [ -n "$extras" ] && ! [ -d /usr/share/doc/postgresql-doc-15/html ]; then
+  apt_install "a real manual for the reading and search tests" postgresql-doc-15
 fi
 
 if [ -n "$model" ]; then
