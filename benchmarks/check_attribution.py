@@ -94,6 +94,8 @@ def main() -> None:
     override = dict(item.split("=", 1) for item in args.dataset)
     outcomes = ["wrong -> right", "right -> wrong", "wrong -> wrong", "right -> right"]
     for run in args.runs:
+        if not (run / "config.json").is_file() or not (run / "results.jsonl").is_file():
+            parser.error(f"not a run folder (no config.json and results.jsonl): {run}")
         table, questions, correct = attribute(run, golds_of(run, override))
         print(f"\n{run}: {questions} questions, EM {100 * correct / max(questions, 1):.1f}")
         print(f"| check | refusals | {' | '.join(outcomes)} | net | EM without (est.) |")
