@@ -224,11 +224,14 @@ def test_open_found_shows_what_a_search_for_a_whole_text_finds_less_what_was_rea
         {"sentences_after": -1},
         {"sentences_after": 6},
         {"section_sentences_after": 6},
+        {"section_sentences": -1},
+        {"section_sentences": 21},
     ],
 )
 def test_bad_search_settings_are_refused(settings) -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as caught:
         SearchSettings(**settings)
+    assert "must be between" in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_term_idf_is_zero_for_unknown_terms(tiny_index) -> None:

@@ -75,8 +75,10 @@ class SearchSettings:
             raise ConfigError(f"unknown snippet kind {self.snippet!r}; choose from {list(SNIPPETS)}")
         if not 1 <= self.k <= 20:
             raise ConfigError("search k must be between 1 and 20")
-        if not 1 <= self.sentences <= 20 or not 0 <= self.section_sentences <= 20:
+        if not 1 <= self.sentences <= 20:
             raise ConfigError("sentences per passage must be between 1 and 20")
+        if not 0 <= self.section_sentences <= 20:
+            raise ConfigError("sentences per passage in a section must be between 0 and 20")
         if not 0 <= self.links <= 20:
             raise ConfigError("links per search must be between 0 and 20")
         if not 0 <= self.sentences_after <= 5 or not 0 <= self.section_sentences_after <= 5:
