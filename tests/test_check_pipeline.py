@@ -134,7 +134,7 @@ def test_the_pipeline_derives_what_each_reason_does_from_its_checks() -> None:
         "described"
     }
     assert all(isinstance(rewrite, AnswerRewrite) for rewrite in DEFAULT_REWRITES)
-    assert [rewrite.before_checks for rewrite in DEFAULT_REWRITES] == [True, False, False, False]
+    assert [rewrite.before_checks for rewrite in DEFAULT_REWRITES] == [True, False, False, False, False]
     assert not CheckPipeline(max_refusals=2).unchecked(1) and CheckPipeline(max_refusals=2).unchecked(2)
 
 
