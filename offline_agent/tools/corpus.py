@@ -263,9 +263,10 @@ class SearchTool(_ThreadDetails):
             index = session.index
             terms = set(index.analyzer.tokens(query)) | set(index.analyzer.tokens(session.question))
             weights = index.term_idf(terms) if hasattr(index, "term_idf") else dict.fromkeys(terms, 1.0)
-            texts = [
-                _best_sentences(p, weights, _count(p, settings), index.analyzer, _after(p, settings)) for p in shown
-            ]
+            texts = []
+            for p in shown:
+                count, after = _sentences_shown(p, settings)
+                texts.append(_best_sentences(p, weights, count, index.analyzer, after))
         else:
             texts = [_clip(_opening(p, p.text), PASSAGE_CHARS) for p in shown]
         lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
@@ -396,22 +397,15 @@ def _label(passage: Any) -> str:
     return passage_label(unnumbered(passage.title), headings, lambda heading: _clip(heading, HEADING_CHARS))
 
 
-def _count(passage: Any, settings: SearchSettings) -> int:
-    """How many sentences a search shows of `passage`, its first one included (more in a section of a document)."""
+def _sentences_shown(passage: Any, settings: SearchSettings) -> tuple[int, int]:
+    """How many sentences a search shows of `passage` (its first one included), and how many after each best one:
+    at least the section settings' for a passage in a section below its document's title."""
     from offline_agent.retrieval.passages import heading_beyond_title
 
     if heading_beyond_title(getattr(passage, "heading", ()), passage.title):
-        return max(settings.sentences, settings.section_sentences)
-    return settings.sentences
-
-
-def _after(passage: Any, settings: SearchSettings) -> int:
-    """How many sentences a search shows after each best one of `passage` (more in a section of a document)."""
-    from offline_agent.retrieval.passages import heading_beyond_title
-
-    if heading_beyond_title(getattr(passage, "heading", ()), passage.title):
-        return max(settings.sentences_after, settings.section_sentences_after)
-    return settings.sentences_after
+        count = max(settings.sentences, settings.section_sentences)
+        return count, max(settings.sentences_after, settings.section_sentences_after)
+    return settings.sentences, settings.sentences_after
 
 
 def _opening(passage: Any, text: str) -> str:
