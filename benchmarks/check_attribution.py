@@ -24,10 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from offline_agent.checks import DEFAULT_REWRITES  # noqa: E402
 from offline_agent.eval.datasets import load_dataset  # noqa: E402
 from offline_agent.normalize import normalize_answer  # noqa: E402
 
-REWRITES = ("date as written", "kind as written", "person named", "unit as written")
+# The rewrites of a Final that stands, by the name their `checked` note starts with (the name part before the checks
+# writes its note otherwise: below).
+REWRITES = tuple(rewrite.name for rewrite in DEFAULT_REWRITES if not rewrite.before_checks)
 
 
 def golds_of(run: Path, override: dict[str, str]) -> dict[str, tuple[str, ...]]:
