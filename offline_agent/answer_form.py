@@ -24,7 +24,8 @@ option after it reads as a name (a capital, a digit or a quote, possibly after "
 rules misread loses only the restriction, since every form still allows what was read for `open` questions.
 
 An open question may also say what kind of thing it asks for (`wants`): a year or date ("In which year ...",
-"When was ..."), or a number ("How many ...", "how much", "how old", ..., or "What was the population / number /
+"When was ...", not a "When" that opens a clause before the question: "When a standby can't get WAL, how long does
+it wait?"), or a number ("How many ...", "how much", "how old", ..., or "What was the population / number /
 attendance ... of ...?"). An answer of that kind has a digit or a number word in it; verify.py refuses one that has
 none ("Kansas" for "a population of how many inhabitants?"), and a number answered with a year ("1959" for "How
 many copies ... sold?", "in 1978"), and a date with a bare number of one to three digits ("17"); on a step no check
@@ -84,7 +85,12 @@ _OR = re.compile(r"\bor\b\s+(?:the\s+|a\s+|an\s+)?(\S)", re.IGNORECASE)
 _WHICH_OF = re.compile(r"^\W*(?:which|who)\s+of\s+([A-Z0-9][^,:?]*?)\s+and\s+([A-Z0-9][^,:?]*?)\s*\?", re.IGNORECASE)
 _NAME_LINKS = frozenset(["of", "the", "de", "la", "von", "van", "del", "da", "du", "le"])  # inside a name
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
-_WANTS_DATE = re.compile(r"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\b|\bwhen\W*$", re.IGNORECASE)
+# "When" asks for a date when an auxiliary follows it ("When was X born?"); "When a standby can't get WAL, how long
+# does it wait?" opens with a clause, and the question is what follows the comma.
+_WANTS_DATE = re.compile(
+    rf"\b(?:what|which)\s+(?:year|date|decade|century)\b|^\W*when\s+(?:{'|'.join(sorted(_AUXILIARIES))})\b|\bwhen\W*$",
+    re.IGNORECASE,
+)
 # A date question that asks for a year, a decade or a century, not for the date itself.
 _IN_YEARS = re.compile(r"\b(?:what|which)\s+(?:year|decade|century)\b", re.IGNORECASE)
 # "what type / kind / sort of NOUN": the noun an answer names a kind of.

@@ -528,6 +528,12 @@ def test_grounding_without_yes_no() -> None:
         ("The lake is in a county that has a population of how many inhabitants ?", "number"),
         ("Which signee was Rookie of the Year when he was 19?", None),  # "when" inside the question
         ("Kerensky was defeated in the course of a civil war that ended when?", "date"),  # "when" last
+        ("When was the gallery founded?", "date"),  # "when" and an auxiliary ask for a date
+        # "When" that opens a clause before the question does not (pgdocs pg004, pg007 and pg032 were read as
+        # date questions, and their grammar offered dates only)
+        ("When a standby can't get WAL from streaming, how long does it wait before trying again?", "number"),
+        ("When a recovery target is reached and recovery_target_action is not set, what does the server do?", None),
+        ("When PostgreSQL uses System V semaphores, in sets of how many does it allocate them?", "number"),
         ("Who founded the gallery?", None),
         ("According to the 2001 census, what was the population of the town in which Kirton is located?", "number"),
         ("What is the atomic number of the element named after Dmitri Mendeleev?", "number"),
