@@ -5,15 +5,16 @@ birth year from memory. With grounding on, the Final line's grammar is rebuilt b
 so far (the question and every Observation): an answer the run never read cannot be written, so the model has to
 search on, and an answer comes out in the form the evidence gives it ("River Liffey", "4 March 1932").
 
-What counts as a span: the text is cut into sentences (a span never crosses one) and each sentence into tokens
-(words, with internal hyphens, apostrophes and full stops, as in "Jean-Paul", "O'Brien", "U.S"; every other
-non-space character is a token of its own). A span is a run of consecutive tokens of one sentence that starts and
-ends on a word, written with the spacing of the source ("Dublin, Ireland"), and holds no copula: the lower-case
-words "is", "was", "are" and "were" cut a sentence as its end does (`CLAUSE_ENDS`), so "Teen Titans Go! is an
-American animated television series" gives "Teen Titans Go!" and "an American animated television series", not
-the clause. Written out, the 1.5B model ran on from a name into its sentence's predicate (6 Finals of the HotpotQA
-and sample runs, all wrong), and no gold answer of either holds a copula; a title's "Is" has a capital and stays. Every
-span of every sentence is accepted, at any length; `yes` and `no` (either case) always are.
+What counts as a span: the text is cut into sentences (a span never crosses one) and each sentence into tokens (words,
+with internal hyphens, apostrophes and full stops, as in "Jean-Paul", "O'Brien", "U.S", and with the one or two hyphens
+that open a command-line option or a negative number after a space, "-e", "--extension", "-1"; every other non-space
+character is a token of its own). A span is a run of consecutive tokens of one sentence that starts and ends on a word,
+written with the spacing of the source ("Dublin, Ireland"), and holds no copula: the lower-case words "is", "was", "are"
+and "were" cut a sentence as its end does (`CLAUSE_ENDS`), so "Teen Titans Go! is an American animated television
+series" gives "Teen Titans Go!" and "an American animated television series", not the clause. Written out, the 1.5B
+model ran on from a name into its sentence's predicate (6 Finals of the HotpotQA and sample runs, all wrong), and no
+gold answer of either holds a copula; a title's "Is" has a capital and stays. Every span of every sentence is accepted,
+at any length; `yes` and `no` (either case) always are.
 
 How: the tokens of all sentences go into one word-level suffix automaton (a sentence ends in a symbol of its own,
 so no path crosses sentences). Every path from its start is a span, so the GBNF is one rule per state: a token,
@@ -53,8 +54,10 @@ from dataclasses import dataclass, field
 from offline_agent.literals import quoted
 from offline_agent.retrieval.sentences import split_sentences
 
-# A word: letters or digits, joined across ' ’ - . inside it; anything else that is not a space is a token alone.
-_TOKEN = re.compile(r"(\s*)([^\W_]+(?:['’.\-][^\W_]+)*|\S)")
+# A word: letters or digits, joined across ' ’ - . inside it, and opened by one or two hyphens where a space, a
+# bracket or a quote comes before them (an option "-e", "--extension"; a negative number "-1"); anything else that
+# is not a space is a token alone.
+_TOKEN = re.compile(r"(\s*)((?:(?<![^\s(\[\"“'‘])-{1,2})?[^\W_]+(?:['’.\-][^\W_]+)*|\S)")
 YES_NO = ("yes", "no", "Yes", "No")
 ARTICLES = ("the", "a", "an")  # what HotpotQA's answer normalisation drops
 # Words no span holds: they end the clause of a name and begin its predicate ("X is a ...").
@@ -90,7 +93,7 @@ def tokens(text: str) -> list[_Symbol]:
     out = []
     for match in _TOKEN.finditer(text):
         piece = match.group(2)
-        out.append(_Symbol(piece, bool(match.group(1)), piece[0].isalnum()))
+        out.append(_Symbol(piece, bool(match.group(1)), piece.lstrip("-")[:1].isalnum()))
     return out
 
 

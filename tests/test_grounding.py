@@ -84,6 +84,35 @@ def test_a_copula_cuts_spans_only_in_lower_case() -> None:
     assert len(grounding) == 2  # sentences read, whatever the copulas
 
 
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("-e", True),  # a command-line option is written with its hyphens
+        ("--extension", True),
+        ("-e pattern", True),
+        ("-1", True),  # a negative number with its sign
+        ("1", False),  # not the sign's digit alone: a model meaning "1000" is not let write "1" of it
+        ("extension", False),
+        ("1990-1995", True),  # a hyphen inside a word joins it as before
+        ("1990", False),
+        ("b", True),  # a hyphen set apart by spaces is a token alone, so no span opens with it
+        ("- b", False),
+    ],
+)
+def test_a_word_may_open_with_the_hyphens_of_an_option_or_a_sign(answer: str, expected: bool) -> None:
+    evidence = [
+        "pg_dump > Options > -e pattern --extension=pattern: Dump only extensions matching pattern.",
+        "The special value of -1 disables it. The years 1990-1995 saw a - b.",
+    ]
+    assert_deciders_say(excluding(evidence), answer, expected)
+
+
+def test_the_hyphens_that_open_a_word_follow_a_space_a_bracket_or_a_quote() -> None:
+    assert [symbol.text for symbol in tokens('use (-X) or "--no-psqlrc", not x,-y')] == [
+        "use", "(", "-X", ")", "or", '"', "--no-psqlrc", '"', ",", "not", "x", ",", "-", "y",
+    ]  # fmt: skip
+
+
 def assert_deciders_say(deciders, answer: str, expected: bool) -> None:
     """The grounding itself, its GBNF and its Lark grammar each accept `answer` as a Final, or each refuse it."""
     grounding, gbnf, lark = deciders
