@@ -22,8 +22,9 @@ from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool
 PAGES = ROOT / "tests" / "retrieval" / "html_pages"
 
 
-def observation(index, query: str, **settings) -> str:
-    return SearchTool(CorpusSession(index, SearchSettings(**settings), question=query))(query)
+def observation(index, query: str, question: str | None = None, **settings) -> str:
+    """What a search for `query` shows, in a run whose question is `question` (the query itself by default)."""
+    return SearchTool(CorpusSession(index, SearchSettings(**settings), question=question or query))(query)
 
 
 def test_records_and_title_only_markdown_show_as_before(tmp_path: Path) -> None:
@@ -166,6 +167,32 @@ def test_a_section_of_a_manual_shows_at_least_section_sentences(tmp_path: Path) 
     assert observation(pool, query, **settings, section_sentences=3) == record == observation(pool, query, **settings)
 
 
+def test_with_question_ranks_a_manual_by_the_query_and_the_question(tmp_path: Path) -> None:
+    """`with_question`: where the query finds a passage in a section below its document's title, the question's
+    words rank the passages too (a small model's keywords miss the words the entry writes); the label and the
+    sentences shown still go by the query. Records are ranked by the query alone: there the question's words
+    ("town", "born") only find more records of the kind asked for."""
+    (tmp_path / "manual").mkdir()
+    (tmp_path / "manual" / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
+    manual = open_corpus(tmp_path / "manual")
+    question = "Above what wind speed does the office close the berths unless told otherwise?"
+    wind = "[1] Berth Settings > Sizes > -w knots --wind=knots: Closes the berths above this wind speed."
+    for query in ("berth setting", "berth limit"):
+        assert not observation(manual, query, k=1, question=question).startswith(wind)
+        assert observation(manual, query, k=1, question=question, with_question=True).startswith(wind)
+    rows = [
+        {"id": "1", "title": "Ansel Varo", "text": "Ansel Varo was a painter born in Kessa, a harbour town."},
+        {"id": "2", "title": "Lira Dune", "text": "Lira Dune was a painter born in Orla, a town on an island."},
+        {"id": "3", "title": "Harbour Light", "text": "Harbour Light is a painting by Ansel Varo."},
+    ]
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pool = open_corpus(tmp_path / "pool.jsonl")
+    question = "In which town was the painter of Harbour Light born?"
+    assert observation(pool, "Harbour Light", k=2, question=question, with_question=True) == observation(
+        pool, "Harbour Light", k=2, question=question
+    )
+
+
 PG_MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
 
 
@@ -265,3 +292,29 @@ def test_a_passage_loses_only_headings_that_stand_on_their_own_line() -> None:
         "Options for Windows\n\n-e source\n\nNames the source."
     )
     assert opening("20.3.1. Options\n\n-e source\n\nNames it.", "20.3.1. Options", "-e source") == "Names it."
+
+
+@pytest.mark.parametrize(
+    ("question", "query", "answer"),
+    [
+        # pgdocs pg039, pg040, pg043 and pg055 with the model's own first searches: the answer (or, for the
+        # bridge, the next hop) is among the four passages shown only with the question's words (all four wrong
+        # in the run without them, right in the run with them).
+        ("Which signal does pg_promote send to the postmaster when it is called with wait set to false?",
+         "pg_promote signal", "SIGUSR1"),
+        ("Which process restarts the WAL archiver when archive_library is changed?",
+         "WAL archiver process", "postmaster"),
+        ("Logical replication workers are taken from a pool that another server parameter defines. What is that "
+         "parameter's default?", "server parameter", "max_worker_processes"),
+        ("recovery_target_lsn is parsed with a system data type. Internally, what kind of integer is a value of "
+         "that type?", "system data type", "64-bit integer"),
+    ],
+)  # fmt: skip
+def test_a_manual_search_finds_the_entry_with_the_questions_words(pg_manual, question, query, answer) -> None:
+    def shown(with_question: bool) -> str:
+        settings = SearchSettings(k=4, snippet="sentences", sentences=2, section_sentences_after=1,
+                                  section_sentences=3, with_question=with_question)  # fmt: skip
+        return SearchTool(CorpusSession(pg_manual, settings, question=question))(query)
+
+    assert answer not in shown(False)
+    assert answer in shown(True)

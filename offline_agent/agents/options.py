@@ -176,6 +176,9 @@ class StrategyOptions:
         low=0,
         high=20,
     )
+    search_with_question: bool = option(
+        False, "Rank a search's passages by its keywords and the question's words together."
+    )
     title_boost: bool = option(False, "Put the document whose title the query names first, whatever its BM25 rank.")
     links: int = option(
         0, "Also show up to N documents the found passages name: the next hop, without another search.", low=0, high=20
@@ -201,6 +204,7 @@ class StrategyOptions:
             sentences_after=self.sentences_after,
             section_sentences_after=self.section_sentences_after,
             section_sentences=self.section_sentences,
+            with_question=self.search_with_question,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -56,7 +56,12 @@ class SearchSettings:
     and gives its value in the next sentence, where an article's next sentence is about something else.
     `section_sentences`: at least this many sentences, the first one included, for a passage in such a section: a
     reference entry states its value in a short sentence of its own ("The default is 80 MB.") that shares few
-    words with a question, and the entry's longer sentences outweigh it.
+    words with a question, and the entry's longer sentences outweigh it. `with_question`: where the query finds a
+    passage in such a section, the passages are ranked by the query's words and the run's question's together
+    (what the search shows, and which document the query names, still go by the query): a small model's few
+    keywords miss the words reference text writes ("wait ... before trying again" for its "standby WAL wait
+    time"), and the question holds them; in encyclopedic text the question's other words ("born", "city",
+    "composer") only find more things of the kind asked for, which a small model then answers with.
     """
 
     k: int = SEARCH_K
@@ -67,6 +72,7 @@ class SearchSettings:
     sentences_after: int = 0
     section_sentences_after: int = 0
     section_sentences: int = 0
+    with_question: bool = False
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -155,6 +161,8 @@ class SearchTool(_ThreadDetails):
         settings = session.settings
         k = settings.k
         result = session.index.search(query, k=k)
+        if settings.with_question and session.question.strip() and any(map(_in_section, result.passages)):
+            result = session.index.search(f"{query} {session.question}", k=k)
         passages = list(result.passages)
         scores: list[Any] = list(result.scores)
         boosted = self._named_title(query) if settings.title_boost else None
@@ -397,12 +405,17 @@ def _label(passage: Any) -> str:
     return passage_label(unnumbered(passage.title), headings, lambda heading: _clip(heading, HEADING_CHARS))
 
 
+def _in_section(passage: Any) -> bool:
+    """Whether `passage` sits in a section below its document's title (a manual's "Title > Section")."""
+    from offline_agent.retrieval.passages import heading_beyond_title
+
+    return bool(heading_beyond_title(getattr(passage, "heading", ()), passage.title))
+
+
 def _sentences_shown(passage: Any, settings: SearchSettings) -> tuple[int, int]:
     """How many sentences a search shows of `passage` (its first one included), and how many after each best one:
     at least the section settings' for a passage in a section below its document's title."""
-    from offline_agent.retrieval.passages import heading_beyond_title
-
-    if heading_beyond_title(getattr(passage, "heading", ()), passage.title):
+    if _in_section(passage):
         count = max(settings.sentences, settings.section_sentences)
         return count, max(settings.sentences_after, settings.section_sentences_after)
     return settings.sentences, settings.sentences_after
