@@ -177,7 +177,7 @@ class StrategyOptions:
         high=20,
     )
     search_with_question: bool = option(
-        False, "Rank a search's passages by its keywords and the question's words together."
+        False, "Where a search finds a section of a document (a manual's), rank by its keywords and the question's."
     )
     title_boost: bool = option(False, "Put the document whose title the query names first, whatever its BM25 rank.")
     links: int = option(
