@@ -217,18 +217,7 @@ _PLACES = frozenset(
     ["place", "city", "town", "village", "county", "state", "country", "region", "province", "district", "suburb"]
     + ["borough", "municipality", "community", "neighborhood", "neighbourhood", "island", "commune", "parish"]
 )
-# Titles of office and rank. Alone ("President", "the Governor") one names an office, not whoever held it, so it
-# answers no question that asks who, where, or which holder of an office ("President" for "under which former
-# Governor of Arkansas?", or for "Where was the first governor ... from?").
-_OFFICES = frozenset(
-    ["president", "vice-president", "governor", "king", "queen", "prince", "princess", "emperor", "empress", "pope"]
-    + ["senator", "chairman", "chairwoman", "chancellor", "mayor", "minister", "premier", "bishop", "archbishop"]
-    + ["duke", "duchess", "lord", "general", "admiral", "captain", "colonel", "ambassador", "judge", "sheriff"]
-)
 _ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
-_ASKS_HOLDER = re.compile(
-    r"\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?(?:" + "|".join(sorted(_OFFICES)) + r")\b", re.IGNORECASE
-)
 # A name of capitalised words and initials, then a possessive and a quoted title or a common noun: "J. R. R.
 # Tolkien's "The Lord of the Rings"", "Tolkien's novel"; not a name that holds one ("McDonald's Corporation").
 _POSSESSIVE = re.compile(r"((?:[A-Z][\w.-]*\s+)*[A-Z][\w.-]*)['’]s\s+[\"“'‘a-z]")
@@ -319,23 +308,6 @@ class AnswerForm:
         County" does not say McLean is a county."""
         return not self.asks_for or _names_kind(_own_words(text), self.asks_for) is not None
 
-    def unsaid_modifiers(self, sentence: str, document: str) -> tuple[str, ...]:
-        """The words the question puts before the kind it asks for ("oversteering" in "what oversteering technique")
-        that `document` never uses, where `sentence` (its first) names that kind: "Woodblock printing is a
-        technique for printing ..." is a technique, but not an oversteering one. A word is used when a word of the
-        document begins with its first six letters ("supernatural" for "supernatrual", "longest" for "long"); a
-        hyphenated one counts by its parts of four letters or more ("profit" of "not-for-profit")."""
-        kind = _names_kind(_own_words(sentence), self.asks_for) if self.asks_for else None
-        if kind is None:
-            return ()
-        used = {word.lower() for word in _WORD_PARTS.findall(document)}
-
-        def unsaid(part: str) -> bool:
-            return not any(word.startswith(part[:6]) for word in used)
-
-        before = self.asks_for[: self.asks_for.index(kind)]
-        return tuple(word for word in before if any(unsaid(part) for part in word.split("-") if len(part) >= 4))
-
     def dates_event(self, sentence: str, answer: str) -> bool:
         """Whether `sentence`, which holds `answer`, dates the event the question asks about (always, when it names
         none): it has a word of the event's family ("established" for "founded"), or another form of the question's
@@ -356,15 +328,6 @@ class AnswerForm:
         where ..."): then an answer may name a document titled with its region ("McLean, Virginia")."""
         kinds = {_singular(kind) for kind in (*self.asks_for, *self.described)}
         return bool(kinds & _PLACES) or bool(_WHERE.match(self.question))
-
-    def names_an_office(self, answer: str) -> bool:
-        """Whether `answer` is a title of office or rank alone ("President", "the Governor") where the question asks
-        who, where, or which holder of an office ("which former Governor of Arkansas?"): the title names nobody."""
-        words = _without_article(answer).split()
-        if len(words) != 1 or words[0].lower() not in _OFFICES:
-            return False
-        question = self.question
-        return self.about_a_place or bool(_ASKS_WHO.match(question) or _ASKS_HOLDER.search(question))
 
     def owner(self, answer: str) -> str | None:
         """The name before a possessive that opens `answer`, where the question asks who ("J. R. R. Tolkien" of

@@ -283,42 +283,6 @@ def test_after_a_refusal_that_says_what_to_find_the_next_step_may_only_search_an
     assert GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Warsaw\n")
 
 
-@pytest.mark.parametrize("search_after_refusal", [False, True])  # unopened shows the document: no search needed
-def test_an_answer_refused_for_want_of_reading_may_be_written_again(tiny_index, search_after_refusal: bool) -> None:
-    agent, backend = make(
-        tiny_index,
-        ["Thought: a\nAction: search[Marie Curie]", "Thought: b\nFinal: Warsaw", "Thought: c\nFinal: Warsaw"],
-        search_k=1,
-        exclude_refused=True,
-        search_after_refusal=search_after_refusal,
-    )
-    trajectory = agent.run("In which city was Marie Curie born?")
-    assert trajectory.steps[1].details.refusal.reason == "unopened"
-    assert trajectory.answer == "Warsaw"  # unopened is not a judgement of the answer: it stands once read
-
-
-def test_unopened_shows_the_document_the_answer_names(tiny_index) -> None:
-    agent, backend = make(
-        tiny_index,
-        [
-            "Thought: a\nAction: search[Marie Curie]",
-            "Thought: b\nFinal: Warsaw",
-            "Thought: c\nFinal: Vistula",
-            "Thought: d\nFinal: Vistula",
-        ],
-        search_k=1,
-    )
-    trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
-    refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "unopened"
-    assert refused.details.seen_titles == ["Warsaw"]  # the evaluation counts the document as read
-    assert "Warsaw has a document of its own" in refused.observation
-    assert "The Vistula river flows through Warsaw" in backend.calls[2].prompt
-    # Vistula has a document too: it is shown, and the same answer written after it is kept.
-    assert trajectory.steps[2].details.refusal.reason == "unopened"
-    assert trajectory.answer == "Vistula" and len(trajectory.steps) == 4
-
-
 def test_one_side_shows_the_compared_document_not_yet_read(tiny_index) -> None:
     agent, backend = make(
         tiny_index,
@@ -357,47 +321,6 @@ def refused_then(index, question: str, search: str, first: str, second: str):
     agent, backend = make(index, outputs, exclude_refused=True)
     trajectory = agent.run(question)
     return trajectory, trajectory.steps[1], backend
-
-
-def assert_unnamed(index, question: str, search: str, first: str, second: str) -> None:
-    """A run that writes `first`, refused as unnamed and out of the next grammar, then `second`, which stands."""
-    trajectory, refused, backend = refused_then(index, question, search, first, second)
-    assert refused.details.refusal.reason == "unnamed"
-    assert refused.observation.startswith(f"{first} names no particular thing; the question asks for its name.")
-    assert not GbnfChecker(backend.calls[2].grammar).accepts(f"Thought: c\nFinal: {first}\n")
-    assert trajectory.answer == second
-
-
-def test_unnamed_refuses_an_article_and_a_common_noun(tiny_index) -> None:
-    assert_unnamed(tiny_index, "Where was the chemist who won two Nobel Prizes born?", "Warsaw", "The city", "Warsaw")
-
-
-@pytest.mark.parametrize(
-    ("question", "answer", "names"),
-    [
-        ("Robert Suettinger served under which former Governor of Arkansas?", "President", True),
-        ("Where was the first governor after the Missouri Compromise from?", "President", True),
-        ("Who was the 44th President of the United States?", "the President", True),
-        ("Who was the king of France in 1700?", "Louis XIV", False),  # a name, not a title
-        ("What title did the ruler of Monaco hold?", "Prince", False),  # the title is what is asked
-        ("What government position was held by the woman who portrayed Corliss Archer?", "Ambassador", False),
-        ("What occupation do Chris Menges and Aram Avakian share?", "director", False),
-    ],
-)  # fmt: skip
-def test_a_title_of_office_alone_names_no_one(question: str, answer: str, names: bool) -> None:
-    assert answer_form(question).names_an_office(answer) is names
-
-
-def test_unnamed_refuses_a_title_of_office_for_who_held_it(tmp_path) -> None:
-    index = index_of(
-        tmp_path / "offices",
-        {
-            "suettinger.md": "# Robert Suettinger\n\nRobert Suettinger was an intelligence officer under President "
-            "Bill Clinton, who had been Governor of Arkansas.",
-        },
-    )
-    question = "Robert Suettinger was an intelligence officer under which former Governor of Arkansas?"
-    assert_unnamed(index, question, "Robert Suettinger", "President", "Bill Clinton")
 
 
 @pytest.mark.parametrize(
@@ -638,18 +561,9 @@ def test_event_refuses_the_date_of_something_else_and_shows_its_sentence(tiny_in
             "1,047",
             "The question asks for a number, and 1867 reads as a year",
         ),
-        # a number, and no document is titled 1867
-        (
-            "In which city was Marie Curie born?",
-            "Marie Curie Warsaw",
-            "Warsaw",
-            "1867 is a number, and the question asks for a thing of another kind (city)",
-        ),
     ],
 )
-def test_kind_refuses_a_year_for_a_number_and_a_number_for_a_thing(
-    tiny_index, question: str, search: str, answer: str, refusal: str
-) -> None:
+def test_kind_refuses_a_year_for_a_number(tiny_index, question: str, search: str, answer: str, refusal: str) -> None:
     outputs = [f"Thought: a\nAction: search[{search}]", "Thought: b\nFinal: 1867", f"Thought: c\nFinal: {answer}"]
     agent, _ = make(tiny_index, outputs)
     trajectory = agent.run(question)
@@ -687,18 +601,6 @@ def test_a_number_that_is_no_year_answers_a_which_noun_question(tmp_path, questi
     agent, _ = make(index, [f"Thought: a\nAction: search[{search}]", f"Thought: b\nFinal: {answer}"])
     trajectory = agent.run(question)
     assert trajectory.answer == answer and trajectory.steps[1].details.refusal is None
-
-
-def test_a_year_is_still_no_thing_in_a_manual(tmp_path) -> None:
-    index = index_of(tmp_path / "manual", MANUAL)
-    outputs = [
-        "Thought: a\nAction: search[private key permissions]",
-        "Thought: b\nFinal: 1999",
-        "Thought: c\nFinal: 0640",
-    ]
-    agent, _ = make(index, outputs)
-    trajectory = agent.run("If the private key file is owned by root, what permissions may it have?")
-    assert trajectory.steps[1].details.refusal.reason == "kind" and trajectory.answer == "0640"
 
 
 @pytest.mark.parametrize(
@@ -909,43 +811,6 @@ def test_name_part_answers_with_the_part_asked_of_a_whole_name(tiny_index) -> No
     assert step.details.checked == {"Pierre Curie": "first name: Pierre"} and step.details.refusal is None
 
 
-def test_name_part_refuses_a_name_without_the_part_asked_and_shows_its_document(tiny_index) -> None:
-    question = "What is the middle name of the physicist born in Paris in 1859?"
-    trajectory, refused, backend = refused_then(tiny_index, question, "Pierre Curie", "Pierre Curie", "French")
-    assert refused.details.refusal.reason == "name_part"  # two words: no middle name
-    assert refused.observation.startswith("The question asks for a middle name, and Pierre Curie has none. Find it:")
-    assert "Its own document:\n[1] Pierre Curie: Pierre Curie was a French physicist" in refused.observation
-    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Pierre\n")  # excluded with it
-    assert trajectory.answer == "French"
-
-
-def test_name_part_refuses_another_part_of_a_name_read_and_shows_its_document(tiny_index) -> None:
-    question = "What is the last name of the woman who shared the 1903 prize with a French physicist?"
-    # Pierre Curie's document names Marie Curie
-    trajectory, refused, _ = refused_then(tiny_index, question, "Pierre Curie Nobel", "Marie", "Curie")
-    assert refused.details.refusal.reason == "name_part"
-    assert refused.observation.startswith("Marie is the first name in Marie Curie, and the question asks for the last")
-    assert "Its own document:\n[1] Marie Curie: Marie Curie was a physicist" in refused.observation
-    assert trajectory.answer == "Curie" and trajectory.steps[2].details.refusal is None
-
-
-def test_name_part_reads_the_name_in_full_off_its_document(tmp_path) -> None:
-    index = index_of(
-        tmp_path / "names",
-        {
-            "film.md": "# Quiet Harbour\n\nQuiet Harbour is a film starring Ada Lane as a ferry pilot.",
-            "ada.md": "# Ada Lane\n\nAda Mae Lane is a stage and film actress from Leeds.",
-        },
-    )
-    question = "What is the middle name of the actress who plays the ferry pilot in Quiet Harbour?"
-    # "Ada", the first name in "Ada Lane"
-    trajectory, refused, _ = refused_then(index, question, "Quiet Harbour film", "Ada", "Mae")
-    assert refused.details.refusal.reason == "name_part"
-    assert refused.observation.startswith("Ada is the first name in Ada Lane, and the question asks for the middle")
-    assert refused.observation.endswith("Its document writes the name in full, Ada Mae Lane: its middle name is Mae.")
-    assert trajectory.answer == "Mae"
-
-
 @pytest.mark.parametrize(
     ("question", "whole"),
     [
@@ -1084,8 +949,7 @@ def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:
         [
             "Thought: a\nAction: search[Warsaw]",
             "Thought: b\nFinal: Warsaw",  # the birth city: a hop, not a river
-            "Thought: c\nFinal: Vistula",  # not read yet: unopened shows it
-            "Thought: d\nFinal: Vistula",
+            "Thought: c\nFinal: Vistula",
         ],
     )
     trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
@@ -1094,25 +958,7 @@ def test_asks_for_refuses_a_hop_on_the_way(tiny_index) -> None:
     assert_a_hop(refused, "Warsaw", "(river): Warsaw is the capital of Poland.\nFind it:", "Warsaw")
     assert "Observation: Warsaw is not what the question asks for" in backend.calls[2].prompt
     assert refused.details.tool.titles == ["Warsaw"]
-    assert trajectory.answer == "Vistula" and trajectory.steps[3].details.refusal is None
-
-
-def test_modifier_refuses_a_thing_of_the_kind_whose_document_never_says_the_word_before_it(tiny_index) -> None:
-    question = "Which tidal river flows through the capital of Poland?"
-    trajectory, refused, backend = refused_then(tiny_index, question, "Vistula river", "Vistula", "Baltic Sea")
-    assert refused.details.refusal.reason == "modifier"
-    assert refused.observation.startswith(
-        'The question asks for a tidal river, and nothing in the document of Vistula says "tidal": The Vistula is'
-    )
-    assert refused.details.tool is None  # no document shown: the answer is no hop
-    assert not GbnfChecker(backend.calls[2].grammar).accepts("Thought: c\nFinal: Vistula\n")
-    assert trajectory.answer == "Baltic Sea"
-
-
-def test_modifier_lets_a_word_the_document_uses_in_another_form_stand(tiny_index) -> None:
-    agent, _ = make(tiny_index, ["Thought: a\nAction: search[Vistula river]", "Thought: b\nFinal: Vistula"])
-    trajectory = agent.run("Which long river flows through the capital of Poland?")  # "the longest river"
-    assert trajectory.answer == "Vistula" and trajectory.steps[1].details.refusal is None
+    assert trajectory.answer == "Vistula" and trajectory.steps[2].details.refusal is None
 
 
 def test_read_hop_asks_the_hops_own_document_alone_and_shows_its_answer(tiny_index) -> None:
@@ -1120,8 +966,7 @@ def test_read_hop_asks_the_hops_own_document_alone_and_shows_its_answer(tiny_ind
         "Thought: a\nAction: search[Warsaw]",
         "Thought: b\nFinal: Warsaw",  # the birth city: a hop, not a river
         "Final: Vistula",  # the model reading Warsaw's document alone
-        "Thought: c\nFinal: Vistula",  # unopened: the river has a document of its own, not read yet
-        "Thought: d\nFinal: Vistula",
+        "Thought: c\nFinal: Vistula",
     ]
     agent, backend = make(tiny_index, outputs, read_hop=True, exclude_refused=True)
     trajectory = agent.run("Which river flows through the birth city of Marie Curie?")
@@ -1148,7 +993,6 @@ def test_read_hop_shows_nothing_the_first_checks_would_refuse(tiny_index) -> Non
         "Thought: b\nFinal: Warsaw",
         "Final: Poland",  # read alone, the model names what the question already says
         "Thought: c\nFinal: Vistula",
-        "Thought: d\nFinal: Vistula",
     ]
     agent, backend = make(tiny_index, outputs, read_hop=True, exclude_refused=True)
     trajectory = agent.run("Which river of Poland flows through the birth city of Marie Curie?")
@@ -1156,7 +1000,7 @@ def test_read_hop_shows_nothing_the_first_checks_would_refuse(tiny_index) -> Non
     assert "\nIts own document:\n[1] Warsaw: " in trajectory.steps[1].observation
     without, plain = make(tiny_index, [outputs[0], outputs[1], *outputs[3:]], exclude_refused=True)
     assert without.run("Which river flows through the birth city of Marie Curie?").answer == "Vistula"
-    assert len(plain.calls) == 4  # read_hop off: no call of its own
+    assert len(plain.calls) == 3  # read_hop off: no call of its own
 
 
 def test_asks_for_lets_an_answer_of_that_kind_stand(tiny_index) -> None:

@@ -83,7 +83,7 @@ def test_the_built_in_search_tool_is_a_document_source(tiny_index) -> None:
 def test_a_users_own_search_tool_gets_the_document_checks_through_the_protocol(tiny_index) -> None:
     trajectory, backend = run(VerifyAgent, ToolRegistry([TitledSearch(tiny_index)]), OUTPUTS, QUESTION)
     refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "unopened"  # Warsaw has a document the run had not read
+    assert refused.details.refusal.reason == "asks_for"  # Warsaw's own document says it is a capital, no river
     assert refused.details.seen_titles == ["Warsaw"]
     assert "[1] Warsaw: " in backend.calls[2].prompt
 
@@ -121,18 +121,16 @@ def test_a_strategy_runs_its_own_ordered_list_of_checks(tiny_index) -> None:
     assert isinstance(NoRivers(), FinalCheck) and all(isinstance(check, FinalCheck) for check in DEFAULT_CHECKS)
     trajectory, _ = run(OwnChecks, build_tools(tiny_index), OUTPUTS, QUESTION)
     refused = trajectory.steps[1]
-    assert refused.details.refusal.reason == "not_a_river"  # first in the list: unopened never ran
+    assert refused.details.refusal.reason == "not_a_river"  # first in the list: asks_for never ran
     assert refused.observation.startswith("Warsaw is a city.")
     assert refused.details.tool is None
 
 
 def test_the_pipeline_derives_what_each_reason_does_from_its_checks() -> None:
     pipeline = CheckPipeline()
-    assert {"unread", "one_side", "unopened"}.isdisjoint(pipeline.excluding)
+    assert {"unread", "one_side"}.isdisjoint(pipeline.excluding)
     assert {"in_question", "kind", "asks_for", "compare", "sides", "same", "shared"} <= pipeline.excluding
-    assert pipeline.searching == {"unread", "in_question", "unnamed", "kind", "event", "asks_for", "modifier"} | {
-        "described"
-    }
+    assert pipeline.searching == {"unread", "in_question", "kind", "event", "asks_for", "described"}
     assert all(isinstance(rewrite, AnswerRewrite) for rewrite in DEFAULT_REWRITES)
     assert [rewrite.before_checks for rewrite in DEFAULT_REWRITES] == [True, False, False, False, False]
     assert not CheckPipeline(max_refusals=2).unchecked(1) and CheckPipeline(max_refusals=2).unchecked(2)
@@ -142,10 +140,9 @@ def test_the_checks_texts_are_package_data_with_every_key_a_check_uses() -> None
     from offline_agent.prompts import prompt_table
 
     for family, keys in {
-        "reading": ["unread", "found", "unopened", "one_side"],
-        "wording": ["in_question", "unnamed"],
-        "kinds": ["kind", "kind_year", "number_for_a_thing", "asks_for", "modifier", "described", "document"],
-        "names": ["no_name_part", "other_name_part", "in_full"],
+        "reading": ["unread", "found", "one_side"],
+        "wording": ["in_question"],
+        "kinds": ["kind", "kind_year", "asks_for", "described", "document"],
         "dates": ["event"],
         "pairs": ["compare", "sides_system", "sides_user", "sides", "same", "same_values", "shared"],
     }.items():

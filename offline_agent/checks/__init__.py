@@ -5,10 +5,10 @@ far, and the corpus through a `DocumentSource`) and lets it stand or refuses it 
 next; a rewrite (`AnswerRewrite`) writes an answer that stands in the form the question asks for. `CheckPipeline`
 runs them in the order of `DEFAULT_CHECKS` (a strategy may pass its own list), with the rules of a run around them.
 
-    reading.py   unread, unopened, one_side      what the run has not read (never excludes the answer)
-    wording.py   in_question, unnamed            the answer against the question's own words
-    kinds.py     kind, asks_for, described, modifier; the type noun    the kind of thing asked for
-    names.py     name_part; the name part, the person named           people's names
+    reading.py   unread, one_side                what the run has not read (never excludes the answer)
+    wording.py   in_question                     the answer against the question's own words
+    kinds.py     kind, asks_for, described; the type noun    the kind of thing asked for
+    names.py     the name part, the person named                      people's names
     dates.py     event; the date as written                            dates
     pairs.py     compare, sides, same, shared                          two things, each on its own document
     quantities.py  the unit as written                                 numbers with their units of measure

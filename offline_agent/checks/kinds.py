@@ -8,18 +8,14 @@ several of these refusals also show that document (`Refusal.show_document`).
   a count of a thousand or more with a comma), unless a sentence read writes it as a count of what the question
   names ("1024 bytes" for "How many bytes ...?": a manual writes no comma), or a date and gets a bare number of one
   to three digits ("17"). A name that titles a document ("Carrefour" for "... a chain that operated how many
-  hypermarkets?") also shows its document. And a "which/what NOUN" question answered with a year that titles no
-  document ("1927" for "In which city ...?"): a year is no city. Any other bare number may be the thing itself in a
-  manual's terms (an exit status 2, permissions 0640, a release 14), so it stands.
+  hypermarkets?") also shows its document. Any other bare number may be the thing itself in a manual's terms (an
+  exit status 2, permissions 0640, a release 14), so it stands.
 - `asks_for`: a "which/what NOUN" question ("Which river flows through the birth city of James Joyce?") answered
   with a document whose first sentence does not say it is one ("Dublin": "Dublin is the capital and largest city
   of Ireland"). Only what the sentence says its subject is counts, not the names of what it is in.
 - `described`: the question describes an entity on the way ("the company that Sachin Warrier worked for") and the
   answer's document says it is one ("Tata Consultancy Services ... is an Indian multinational ... company"): the
   model named the hop, not what the question asks about it.
-- `modifier`: the answer's document says it is the kind asked for but never uses a word the question puts before
-  that kind ("Woodblock printing", "a technique for printing ...", for "what oversteering technique?"): a thing of
-  the right kind from another page. Its document is not shown: it is no hop.
 
 And one rewrite: the answer to a "what type / kind / sort of NOUN" question that a sentence read writes before the
 noun gets the noun ("fictional character" of "a fictional character" for "fictional"), as answers to such questions
@@ -63,20 +59,6 @@ class Kind(Check):
         return Refusal(self.name, observation, show_document=shows)
 
 
-class NumberForAThing(Check):
-    """`kind`, of a "which/what NOUN" question answered with a year that titles no document."""
-
-    name = "kind"
-    says_search = True
-
-    def refuse(self, candidate: Candidate) -> Refusal | None:
-        form, answer = candidate.form, candidate.answer
-        if not form.asks_for or not reads_as_year(answer) or _definition(candidate) is not None:
-            return None
-        text = texts()["number_for_a_thing"].format(kind=" ".join(form.asks_for), answer=answer, question=form.question)
-        return Refusal(self.name, text)
-
-
 class AsksFor(Check):
     name = "asks_for"
     says_search = True
@@ -106,29 +88,6 @@ class Described(Check):
             answer=candidate.answer, kind=kind, definition=sentence, question=form.question
         )
         return Refusal(self.name, text, show_document=True)
-
-
-class Modifier(Check):
-    name = "modifier"
-    says_search = True
-
-    def refuse(self, candidate: Candidate) -> Refusal | None:
-        form = candidate.form
-        sentence = _definition(candidate) if form.asks_for else None
-        own = candidate.own_document()
-        missing = form.unsaid_modifiers(sentence, own) if sentence is not None and own is not None else ()
-        if not missing:
-            return None
-        kind = " ".join(form.asks_for)
-        observation = texts()["modifier"].format(
-            article="an" if kind[:1] in "aeiou" else "a",
-            kind=kind,
-            answer=candidate.answer,
-            words=", ".join(f'"{word}"' for word in missing),
-            definition=sentence,
-            question=form.question,
-        )
-        return Refusal(self.name, observation)
 
 
 class TypeNoun:

@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from offline_agent.answer_form import in_question
 from offline_agent.checks.base import AnswerRewrite, Candidate, FinalCheck, Refusal, sentence_with
 from offline_agent.checks.dates import Event, WholeDate
-from offline_agent.checks.kinds import AsksFor, Described, Kind, Modifier, NumberForAThing, TypeNoun, texts
-from offline_agent.checks.names import NamePart, NamePartCut, Owner
+from offline_agent.checks.kinds import AsksFor, Described, Kind, TypeNoun, texts
+from offline_agent.checks.names import NamePartCut, Owner
 from offline_agent.checks.pairs import Compare, Same, Shared, Sides
 from offline_agent.checks.quantities import Unit
-from offline_agent.checks.reading import OneSide, Unopened, Unread
-from offline_agent.checks.wording import InQuestion, Unnamed
+from offline_agent.checks.reading import OneSide, Unread
+from offline_agent.checks.wording import InQuestion
 from offline_agent.details import RefusalDetails
 from offline_agent.tools.titles import bare_title
 
@@ -41,16 +41,11 @@ DEFAULT_CHECKS: tuple[FinalCheck, ...] = (
     Sides(),
     Same(),
     InQuestion(),
-    Unnamed(),
     Kind(),
-    NamePart(),
     Event(),
     Shared(),
-    Unopened(),
-    NumberForAThing(),
     AsksFor(),
     Described(),
-    Modifier(),
 )
 # The rewrites: the name part before the checks; after them, the first of the others that applies.
 DEFAULT_REWRITES: tuple[AnswerRewrite, ...] = (NamePartCut(), WholeDate(), Owner(), TypeNoun(), Unit())

@@ -8,8 +8,6 @@ written again once the run has read more (these checks do not exclude their answ
   separator the text read has ("1462" for "1,462"). The Observation says to search for what is missing and shows
   the passages a search for the whole question finds that the run has not read: a model that meant an unread fact
   most often searched with too few of the question's words.
-- `unopened`: the answer is the title of a document the run has not read: the model names a hop it has not made.
-  The Observation is that document, so the model reads it before answering again.
 - `one_side`: a yes/no or choice question names documents the run has not read: a comparison judged from one side
   is a guess. The Observation is those documents.
 """
@@ -18,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from offline_agent.checks.base import CLOSED, EVERY_FORM, OPEN, Candidate, Check, Refusal
+from offline_agent.checks.base import CLOSED, EVERY_FORM, Candidate, Check, Refusal
 from offline_agent.details import Rejection
 from offline_agent.prompts import prompt_table
 
@@ -53,20 +51,6 @@ class Unread(Check):
         if shown is not None:
             observation = "\n".join([observation, texts["found"].format(text=shown.text)])
         return Refusal(self.name, observation)
-
-
-class Unopened(Check):
-    name = "unopened"
-    forms = OPEN
-    excludes = False
-
-    def refuse(self, candidate: Candidate) -> Refusal | None:
-        shown = candidate.open("open_named", candidate.answer)
-        if shown is None:
-            return None
-        title = shown.titles[0] if shown.titles else candidate.answer
-        text = _texts()["unopened"].format(title=title, text=shown.text, question=candidate.question)
-        return Refusal(self.name, text)
 
 
 class OneSide(Check):
