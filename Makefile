@@ -13,6 +13,6 @@ test:
 	scripts/install.sh --test --model smollm2-135m-instruct
 	scripts/test.sh
 
-lint:
+lint:  # ruff comes with `make test`'s set-up (the test extra)
 	.venv/bin/python -m ruff check offline_agent tests benchmarks
 	.venv/bin/python -m ruff format --check offline_agent tests benchmarks
