@@ -30,19 +30,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]  # a run's relative pool is most often relative to the repository
 sys.path.insert(0, str(ROOT))
 
+from observation_bench import holds  # noqa: E402  (its folder is the script's: on sys.path)
+
 from offline_agent.agents.base import call_key  # noqa: E402
 from offline_agent.agents.settings import agent_settings  # noqa: E402
-from offline_agent.normalize import normalize_answer  # noqa: E402
 from offline_agent.retrieval import open_corpus  # noqa: E402
 from offline_agent.tools import DEFAULT_TOOLS, build_tools  # noqa: E402
 
 CUT = " ..."
-
-
-def holds(observation: str, gold: str) -> bool:
-    """Whether `observation` writes the gold answer (normalized, on word boundaries)."""
-    wanted = normalize_answer(gold)
-    return bool(wanted) and f" {wanted} " in f" {normalize_answer(observation)} "
 
 
 def same(recorded: str, replayed: str) -> bool:
@@ -64,7 +59,9 @@ def replay(run: Path) -> dict[str, Any]:
     search_settings = settings.options.search_settings()
     names = tuple(config.get("tools") or DEFAULT_TOOLS)
     index = open_corpus(pool if Path(pool).exists() or not (ROOT / pool).exists() else ROOT / pool)
+    dataset = config.get("dataset") or {}
     out: dict[str, Any] = {"changed": [], "shown_before": 0, "shown_after": 0, "questions": 0, "chars": [0, 0], "n": 0}
+    out["dataset"] = Path(dataset["path"] if isinstance(dataset, dict) else dataset)
     for line in (run / "results.jsonl").read_text().splitlines():
         row = json.loads(line)
         tools = build_tools(index, names, search_settings, question=row["question"])
@@ -77,8 +74,8 @@ def replay(run: Path) -> dict[str, Any]:
                 shown_ids = (step.get("details") or {}).get("ids")
                 if shown_ids and session is not None:
                     session.focus(index.passage(int(shown_ids[0])))
-                before = before or holds(recorded, row["gold"])
-                after = after or holds(recorded, row["gold"])
+                read = holds(recorded, (row["gold"],))
+                before, after = before or read, after or read
                 continue
             key = call_key(action, step.get("argument") or "")
             if key in made:  # the loop answers a repeated call itself ("You already ran ..."), not the tool
@@ -86,8 +83,8 @@ def replay(run: Path) -> dict[str, Any]:
             made.add(key)
             replayed = tools.run(action, step.get("argument") or "").observation
             unchanged = unchanged and same(recorded, replayed)
-            before = before or holds(recorded, row["gold"])
-            after = after or holds(replayed, row["gold"])
+            before = before or holds(recorded, (row["gold"],))
+            after = after or holds(replayed, (row["gold"],))
             if action == "search":
                 out["chars"][0] += len(recorded)
                 out["chars"][1] += len(replayed)
@@ -104,7 +101,9 @@ def replay(run: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (offline-agent eval --out)")
-    parser.add_argument("--questions", type=Path, help="write the changed questions here (JSONL, for eval)")
+    parser.add_argument(
+        "--questions", type=Path, help="write the changed questions here, in their dataset's format (for eval)"
+    )
     args = parser.parse_args(argv)
     changed: dict[str, Path] = {}
     for run in args.runs:
@@ -118,10 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if found["changed"]:
             print("  " + " ".join(found["changed"]))
-        config = json.loads((run / "config.json").read_text())
-        dataset = config.get("dataset") or {}
-        for question in found["changed"]:
-            changed[question] = Path(dataset["path"] if isinstance(dataset, dict) else dataset)
+        changed.update(dict.fromkeys(found["changed"], found["dataset"]))
     if args.questions is not None and changed:
         write_questions(changed, args.questions)
     elif args.questions is not None:
