@@ -8,6 +8,7 @@ from support import make_agent
 
 from offline_agent.agents import ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
+from offline_agent.checks.reading import cut_short
 from offline_agent.answer_form import (
     answer_form,
     choice_options,
@@ -163,6 +164,49 @@ def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
     assert not refused_first_word(raw, [(start + 1, "4")]) and not refused_first_word(raw, [(start + 1, "462")])
     assert refused_first_word(raw, [(start + 1, "9")]) and refused_first_word(raw, [(start - 1, " 2")])
     assert refused_first_word("Thought: x\nFinal: 1462", [(start + 1, "5")])  # no separator: another number
+
+
+def test_cut_short_is_an_answer_the_grammar_ended_where_the_model_meant_to_write_on() -> None:
+    # The grammar let "1" through where the model meant "1000" (its next digit refused): "1" is a strict prefix of
+    # what it meant, and the rest is in nothing read.
+    raw = "Thought: x\nFinal: 1\n"
+    end = raw.index("Final: ") + len("Final: 1")
+    assert cut_short(raw, [(end, "0")]) and cut_short(raw, [(end, "000")])
+    # A word meant after the last one written: "New York" for "New York City".
+    raw = "Thought: x\nFinal: New York"
+    assert cut_short(raw, [(len(raw), " City")])
+    # A refused mark of punctuation is no more of the answer; a refusal inside the answer is no cut.
+    assert not cut_short(raw, [(len(raw), ".")]) and not cut_short(raw, [(len(raw), ",")])
+    # Nor is a copula: a span ends before one by design, and the model meant to run on into the predicate (a
+    # PostgreSQL answer cut at "... next time it" before " is started").
+    assert not cut_short(raw, [(len(raw), " is")]) and not cut_short(raw, [(len(raw), " was")])
+    assert cut_short(raw, [(len(raw), " island")])
+    assert not cut_short(raw, [(len(raw) - len(" York"), " Jersey")])
+    assert not cut_short("Thought: x\nAction: search[New York]", [(35, " City")])
+    # The first-word rule does not see the cut: the answer's first word is the one written.
+    assert not refused_first_word("Thought: x\nFinal: 1", [(len("Thought: x\nFinal: 1"), "0")])
+
+
+@pytest.mark.parametrize(
+    ("raw", "token", "same"),
+    [
+        # The thought writes "3" and the text read writes "three": the refused "3" meant the number written.
+        ("Thought: The manual says 3 connection slots are reserved.\nFinal: three", "3", True),
+        ("Thought: 3 slots.\nFinal: three", " 3", True),
+        # A first digit alone may begin another number: without the thought's "3", or with its "30", it is unread.
+        ("Thought: The manual gives the number of slots.\nFinal: three", "3", False),
+        ("Thought: There are 30 slots.\nFinal: three", "3", False),
+        ("Thought: 3.5 slots.\nFinal: three", "3", False),
+        ("Thought: 3 slots.\nFinal: four", "3", False),
+        # A number word meant where the text writes digits: the same number, whatever the thought says.
+        ("Thought: x\nFinal: 3", " three", True),
+        ("Thought: x\nFinal: 4", " three", False),
+    ],
+)  # fmt: skip
+def test_a_number_meant_in_another_form_than_the_text_writes_is_no_unread_answer(raw, token, same) -> None:
+    start = raw.index("Final: ") + len("Final: ")
+    offset = start - 1 if token.startswith(" ") else start
+    assert refused_first_word(raw, [(offset, token)]) is not same
 
 
 # ---- the loop, grounded with answer forms --------------------------------------------------------------------
@@ -366,6 +410,24 @@ def test_unread_refuses_a_final_whose_first_word_the_grammar_overruled(tiny_inde
     assert "Marie Curie:" not in found and refused.details.tool.titles == ["Warsaw"]
     # Written again, it is weighed as any answer, and its document has been read now.
     assert trajectory.steps[2].details.refusal is None and trajectory.answer == "Warsaw"
+
+
+def test_unread_refuses_a_final_the_grammar_cut_short(tiny_index) -> None:
+    # Having read only Pierre Curie's page, the model meant "1903 and 1911": the grammar let the span "1903" through
+    # and refused the " and" of the unread rest, so "1903" is a strict prefix of what it meant.
+    text = "Thought: b\nFinal: 1903"
+    cut = Completion(text=text, finish_reason="stop", rejections=[(len(text), " and")])
+    outputs = ["Thought: a\nAction: search[Pierre Curie]", cut, "Thought: c\nFinal: 1903"]
+    agent, _ = make(tiny_index, outputs)
+    trajectory = agent.run("In which years did Marie Curie win Nobel Prizes?")
+    refused = trajectory.steps[1]
+    assert refused.final is None and refused.details.refusal.reason == "unread"
+    assert "not in anything you have read" in refused.observation
+    # Ended where the model meant to end (its refused choice was a full stop), the answer stands.
+    ended = Completion(text=text, finish_reason="stop", rejections=[(len(text), ".")])
+    agent, _ = make(tiny_index, [outputs[0], ended])
+    trajectory = agent.run("In which years did Marie Curie win Nobel Prizes?")
+    assert trajectory.steps[1].details.refusal is None and trajectory.answer == "1903"
 
 
 def test_a_first_word_the_grammar_overruled_because_it_was_refused_as_wrong_is_not_unread(tiny_index) -> None:
