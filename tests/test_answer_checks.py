@@ -8,7 +8,6 @@ from support import make_agent
 
 from offline_agent.agents import ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
-from offline_agent.checks.reading import cut_short
 from offline_agent.answer_form import (
     answer_form,
     choice_options,
@@ -22,6 +21,7 @@ from offline_agent.answer_form import (
     which_of_options,
 )
 from offline_agent.backends import ScriptedBackend
+from offline_agent.checks.reading import cut_short
 from offline_agent.compare import comparison, measure, same_year, winner
 from offline_agent.errors import StepParseError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar

@@ -27,13 +27,14 @@ from offline_agent.prompts import prompt_table
 FINAL = "Final: "
 # A refused token that holds a letter or a digit would have written more of the answer.
 _WORDLIKE = re.compile(r"[^\W_]")
-_NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
-} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_TEENS = ("eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_NUMBER_WORDS = (
+    {word: value for value, word in enumerate(_UNITS)}
+    | {word: 11 + value for value, word in enumerate(_TEENS)}
+    | {word: 20 + 10 * value for value, word in enumerate(_TENS)}
+)
 
 
 def _texts() -> dict[str, str]:
