@@ -148,6 +148,13 @@ _PROPERTY_OF = re.compile(
     r"(?:[a-z][a-z-]*\s+){0,2}?([a-z][a-z-]*)"
     r"(?=\s+(?:in|of|on|at|for|from|by|with|to|that|which|who|whom|whose|where)\b|\s*\?)"
 )
+# "... uses another cost-limit setting. What is that setting's default?": "that" after a verb or a preposition
+# points back to a thing the question described and did not name (after a noun it opens a clause: "the band that").
+_REFERS_TO = re.compile(
+    r"\b(?:is|was|are|were|does|do|did|makes?|uses?|has|have|of|in|on|for|from|by|with|to|at)\s+that\s+"
+    r"(?:other\s+)?(?!(?:the|a|an|it|is|was|are|were|one)\b)([a-z][a-z-]*)\b",
+    re.IGNORECASE,
+)
 _NAMES = frozenset(["name", "names", "title"])  # "What is the name of the ...?" asks for the entity itself
 # What may come before such a description when the question asks for the described entity itself ("What is the
 # name of the singer who ...", "Who was the actor that ...", "Name the ...").
@@ -247,6 +254,7 @@ class AnswerForm:
     described: tuple[str, ...] = ()  # kinds of the entities "the NOUN that ..." describes on the way to the answer
     event: str | None = None  # the verb of the event a date question dates ("founded", "born", "die"), if it names one
     name_part: str | None = None  # "first", "middle" or "last": the part of a person's name the question asks for
+    refers_to: str | None = None  # the noun of "that NOUN", a thing the question described before and does not name
 
     def fits(self, answer: str) -> bool:
         """Whether `answer` is of the kind the question wants (always, when it wants nothing in particular). A
@@ -294,6 +302,24 @@ class AnswerForm:
         pattern = rf"(?<!\w){re.escape(written)}\s+({re.escape(stem)}(?:e?s)?)\b"
         match = re.search(pattern, sentence, re.IGNORECASE)
         return f"{written} {match.group(1)}" if match else None
+
+    @property
+    def referring_sentence(self) -> str | None:
+        """The sentence of the question that refers to "that NOUN" (`refers_to`), which says what it asks about the
+        thing ("What is that setting's default value?"); None where the question refers to nothing it does not name."""
+        if self.refers_to is None:
+            return None
+        sentences = re.split(r"(?<=[.?!])\s+", self.question.strip())
+        return next((sentence for sentence in sentences if _REFERS_TO.search(sentence)), self.question)
+
+    def asked_of(self, name: str) -> str | None:
+        """The question's sentence that refers to "that NOUN" asked of `name` ("What is vacuum_cost_limit's default
+        value?" of "What is that setting's default value?"); None where the question refers to nothing."""
+        sentence = self.referring_sentence
+        if sentence is None or self.refers_to is None:
+            return None
+        that = rf"\bthat\s+(?:other\s+)?{re.escape(self.refers_to)}\b"
+        return re.sub(that, lambda _: name, sentence, count=1, flags=re.IGNORECASE)
 
     @property
     def whole_date(self) -> bool:
@@ -385,6 +411,7 @@ def answer_form(question: str) -> AnswerForm:
     described = _described(question, asks_for)
     event = _event_asked(question) if wants == "date" else None
     part = name_part(question)
+    refers = _REFERS_TO.search(question)
     return AnswerForm(
         "open",
         question,
@@ -394,6 +421,7 @@ def answer_form(question: str) -> AnswerForm:
         described=described,
         event=event,
         name_part=part,
+        refers_to=refers.group(1).lower() if refers is not None else None,
     )
 
 

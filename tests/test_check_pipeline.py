@@ -129,7 +129,7 @@ def test_a_strategy_runs_its_own_ordered_list_of_checks(tiny_index) -> None:
 def test_the_pipeline_derives_what_each_reason_does_from_its_checks() -> None:
     pipeline = CheckPipeline()
     assert {"unread", "one_side"}.isdisjoint(pipeline.excluding)
-    assert {"in_question", "kind", "asks_for", "compare", "sides", "same", "shared"} <= pipeline.excluding
+    assert {"in_question", "referent", "kind", "asks_for", "compare", "sides", "same", "shared"} <= pipeline.excluding
     assert pipeline.searching == {"unread", "in_question", "kind", "event", "asks_for", "described"}
     assert all(isinstance(rewrite, AnswerRewrite) for rewrite in DEFAULT_REWRITES)
     assert [rewrite.before_checks for rewrite in DEFAULT_REWRITES] == [True, False, False, False, False]
@@ -142,6 +142,7 @@ def test_the_checks_texts_are_package_data_with_every_key_a_check_uses() -> None
     for family, keys in {
         "reading": ["unread", "found", "one_side"],
         "wording": ["in_question"],
+        "referents": ["referent"],
         "kinds": ["kind", "kind_year", "asks_for", "described", "document"],
         "dates": ["event"],
         "pairs": ["compare", "sides_system", "sides_user", "sides", "same", "same_values", "shared"],

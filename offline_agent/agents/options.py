@@ -237,7 +237,9 @@ class VerifyOptions(ReActOptions):
         False, "After a Final refused for want of a fact, with no document shown, the next step may only search."
     )
     read_hop: bool = option(
-        False, "With grounded: a Final refused as the entity on the way also asks that entity's own document."
+        False,
+        "With grounded: a Final refused as the entity on the way also asks that entity's own document (or the entry "
+        "a referent refusal shows) alone.",
     )
 
 

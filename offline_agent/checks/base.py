@@ -45,6 +45,10 @@ class Refusal:
     reason: str
     observation: str
     show_document: bool = False
+    # A document on the way that the refusal showed, (its name, its text as shown, the question asked of it): with
+    # read_hop, the host also answers that question from it alone, as the question from a refused answer's own
+    # document.
+    hop: tuple[str, str, str] | None = None
 
 
 class CheckHost(Protocol):

@@ -11,7 +11,8 @@ rewrites of one stage. The rules around the checks:
   search shows it: the answer was the entity on the way, and its document most often says what the question asks
   about it; with `read_hop`, the model also answers the question from that document alone, in a call of its own
   under a grammar of the document's spans, and the refusal ends with that answer and its sentence (unless it
-  repeats the question or is not of the kind asked for).
+  repeats the question or is not of the kind asked for); so too for a document on the way that a refusal showed
+  itself (`Refusal.hop`: the entry of the thing "that NOUN" refers to).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from offline_agent.checks.names import NamePartCut, Owner
 from offline_agent.checks.pairs import Compare, Same, Shared, Sides
 from offline_agent.checks.quantities import Unit
 from offline_agent.checks.reading import OneSide, Unread
+from offline_agent.checks.referents import Referent
 from offline_agent.checks.wording import InQuestion
 from offline_agent.details import RefusalDetails
 from offline_agent.tools.titles import bare_title
@@ -41,6 +43,7 @@ DEFAULT_CHECKS: tuple[FinalCheck, ...] = (
     Sides(),
     Same(),
     InQuestion(),
+    Referent(),
     Kind(),
     Event(),
     Shared(),
@@ -100,6 +103,9 @@ class CheckPipeline:
             candidate.details.refusal = RefusalDetails(refusal.reason, candidate.answer)
             if refusal.show_document:
                 return Refusal(refusal.reason, self._with_document(candidate, refusal.observation))
+            if refusal.hop is not None and self.read_hop:
+                read = self._read_alone(candidate, *refusal.hop)
+                return Refusal(refusal.reason, "\n".join([refusal.observation, *([read] if read else [])]))
             return refusal
         return None
 
@@ -124,20 +130,23 @@ class CheckPipeline:
         shown = candidate.open("open_named", candidate.answer, exclude_seen=False, place=place)
         if shown is None:
             return refusal
-        read = self._read_alone(candidate) if self.read_hop else None
+        own = candidate.own_document() if self.read_hop else None
+        fitted = candidate.host.fit(own) if own is not None else None
+        read = self._read_alone(candidate, candidate.answer, fitted, candidate.question) if fitted else None
         return "\n".join([refusal, texts()["document"].format(text=shown.text), *([read] if read else [])])
 
-    def _read_alone(self, candidate: Candidate) -> str | None:
-        """The model's answer to the question from the refused answer's own document alone, and the sentence it is
-        in, which the run reads; None where the call gave no answer, or one the first checks would refuse."""
-        own = candidate.own_document()
-        if not candidate.grounded or own is None:
+    def _read_alone(self, candidate: Candidate, name: str, text: str, question: str) -> str | None:
+        """The model's answer to `question` from one document on the way alone (`name`'s: the refused answer's own,
+        or one a refusal showed), and the sentence it is in, which the run reads; None where the call gave no
+        answer, or one the first checks would refuse."""
+        if not candidate.grounded:
             return None
-        host, answer, question = candidate.host, candidate.answer, candidate.question
-        text = host.fit(own)
-        user = texts()["read_user"].format(title=answer, text=text, question=question, name=bare_title(answer))
+        host = candidate.host
+        user = texts()["read_user"].format(title=name, text=text, question=question, name=bare_title(name))
         found = host.read_off(candidate, text, texts()["read_system"], user)
-        if not found or in_question(found, question) or not candidate.form.fits(found):
+        if not found or in_question(found, question) or in_question(found, candidate.question):
+            return None
+        if not candidate.form.fits(found):
             return None
         sentence = sentence_with(text, found)
         host.read(candidate, sentence)

@@ -1,0 +1,171 @@
+"""The `referent` check: a question that refers to "that NOUN", a thing it describes and does not name, answered with
+what the entry of the thing it names says.
+
+On the PostgreSQL manual's questions it fixed "200" (the cost limit autovacuum falls back on, answered "-1", the
+autovacuum setting's own default), ... (see benchmarks/README.md, stop 61).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_answer_checks import index_of, make
+
+from offline_agent.answer_form import answer_form
+from offline_agent.checks.referents import code_names, entry_names, shown_lines, written_in
+from offline_agent.grammar import GbnfChecker
+
+
+@pytest.mark.parametrize(
+    ("question", "noun"),
+    [
+        (
+            "If autovacuum_vacuum_cost_limit is left at its default, autovacuum uses another cost-limit setting "
+            "instead. What is that setting's default value?",
+            "setting",
+        ),
+        ("VACUUM caps the table age at 95% of another parameter. What is that other parameter's default?", "parameter"),
+        ("The docs mention an extension. How many statements does that extension track by default?", "extension"),
+        ("The docs point to a view. In that view, which value means the slot is lost?", "view"),
+        ("The docs name a utility. Which option makes that utility only print the files?", "utility"),
+        # "that" after a noun opens a clause: the question names what it asks about
+        ("Which band that formed in 1990 released the album?", None),
+        ("In which city is the museum that owns the painting?", None),
+        ("Is it true that the river flows north?", None),
+        ("What is the default of the setting that controls WAL senders?", None),
+    ],
+)
+def test_that_after_a_verb_or_preposition_refers_to_a_thing_the_question_does_not_name(question, noun) -> None:
+    assert answer_form(question).refers_to == noun
+
+
+def test_the_sentence_that_refers_says_what_is_asked_of_the_thing() -> None:
+    assert answer_form(FALLS_BACK).referring_sentence == "What is that setting's default value?"
+    assert answer_form("The docs point to a view. In that view, which value means lost?").referring_sentence == (
+        "In that view, which value means lost?"
+    )
+    assert answer_form("What is the default of autovacuum_vacuum_cost_limit?").referring_sentence is None
+
+
+def test_the_sentence_that_refers_asked_of_a_name() -> None:
+    assert answer_form(FALLS_BACK).asked_of("vacuum_cost_limit") == "What is vacuum_cost_limit's default value?"
+    other = answer_form("It caps the age at 95% of another parameter. What is that other parameter's default?")
+    assert other.asked_of("autovacuum_freeze_max_age") == "What is autovacuum_freeze_max_age's default?"
+    utility = answer_form("The docs name a utility. Which option makes that utility only print the files?")
+    assert utility.asked_of("pg_archivecleanup") == "Which option makes pg_archivecleanup only print the files?"
+    assert answer_form("What is the default of autovacuum_vacuum_cost_limit?").asked_of("x") is None
+
+
+def test_an_observations_lines_and_the_names_of_their_sections() -> None:
+    observation = (
+        "[1] Automatic Vacuuming > autovacuum_vacuum_cost_limit (integer): If -1 is given, vacuum_cost_limit is used.\n"
+        "more text of no line\n"
+        "[2] Marie Curie: Marie Curie was a physicist."
+    )
+    lines = shown_lines(observation)
+    assert [label for label, _ in lines] == [
+        "Automatic Vacuuming > autovacuum_vacuum_cost_limit (integer)",
+        "Marie Curie",
+    ]
+    assert entry_names(lines[0][0]) == ["autovacuum_vacuum_cost_limit"]
+    assert entry_names("Storage > autovacuum_enabled, toast.autovacuum_enabled (boolean)") == [
+        "autovacuum_enabled",
+        "toast.autovacuum_enabled",
+    ]
+    assert entry_names("Marie Curie") == ["Marie Curie"]
+    # written as in the heading, not inside a longer name
+    assert written_in("vacuum_cost_limit", "the regular vacuum_cost_limit value")
+    assert not written_in("vacuum_cost_limit", "autovacuum_vacuum_cost_limit is left at its default")
+    assert not written_in("Notes", "what notes does it keep")
+
+
+def test_names_in_code_those_of_the_answers_sentence_first() -> None:
+    text = "It scans when pg_class.relfrozenxid is old. VACUUM caps it at 95% of autovacuum_freeze_max_age."
+    sentence = "VACUUM caps it at 95% of autovacuum_freeze_max_age."
+    assert code_names(text, sentence) == ["autovacuum_freeze_max_age", "pg_class.relfrozenxid"]
+    assert code_names("Call pg_create_restore_point() first, then set it.") == ["pg_create_restore_point"]
+    assert code_names("A plain sentence of prose, with no name in code.") == []
+
+
+MANUAL = {
+    "autovacuum.md": "# Automatic Vacuuming\n\n## autovacuum_vacuum_cost_limit (integer)\n\nThe cost limit the "
+    "autovacuum workers use. If it is -1, which is the default, the regular vacuum_cost_limit value is used "
+    "instead.\n",
+    "resources.md": "# Resource Consumption\n\n## vacuum_cost_limit (integer)\n\nThe accumulated cost at which a "
+    "vacuum sleeps for a while. The default value is 200.\n",
+}
+FALLS_BACK = (
+    "If autovacuum_vacuum_cost_limit is left at its default, autovacuum uses another cost-limit setting instead. "
+    "What is that setting's default value?"
+)
+
+
+def test_referent_refuses_what_the_named_entry_says_and_names_what_it_refers_to(tmp_path) -> None:
+    index = index_of(tmp_path / "manual", MANUAL)
+    outputs = [
+        "Thought: a\nAction: search[autovacuum_vacuum_cost_limit]",
+        "Thought: b\nFinal: -1",
+        "Thought: c\nFinal: 200",
+    ]
+    agent, backend = make(index, outputs, search_k=1, exclude_refused=True)
+    trajectory = agent.run(FALLS_BACK)
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "referent" and refused.details.refusal.answer == "-1"
+    assert refused.observation.startswith(
+        "-1 is what you read about autovacuum_vacuum_cost_limit, which the question names. The question asks about "
+        "that setting, another one; the text of autovacuum_vacuum_cost_limit names vacuum_cost_limit:\n"
+        "[1] Resource Consumption > vacuum_cost_limit (integer): "
+    )
+    assert "The default value is 200." in refused.observation and refused.details.tool.titles == [
+        "Resource Consumption"
+    ]
+    # the entry shown is read (200 is a span the next Final may take), and the refused answer is not
+    grammar = GbnfChecker(backend.calls[2].grammar)
+    assert grammar.accepts("Thought: c\nFinal: 200\n") and not grammar.accepts("Thought: c\nFinal: -1\n")
+    assert trajectory.answer == "200" and trajectory.steps[2].details.refusal is None
+
+
+def test_referent_lets_stand_an_answer_read_elsewhere_or_for_a_question_that_names_its_thing(tmp_path) -> None:
+    index = index_of(tmp_path / "manual", MANUAL)
+    # read in the entry the question does not name
+    outputs = ["Thought: a\nAction: search[vacuum_cost_limit default]", "Thought: b\nFinal: 200"]
+    agent, _ = make(index, outputs, search_k=1)
+    trajectory = agent.run(FALLS_BACK)
+    assert trajectory.answer == "200" and trajectory.steps[1].details.refusal is None
+    # the named entry refers to no name in code: nothing to show, and the answer stands
+    plain = {
+        "autovacuum.md": "# Automatic Vacuuming\n\n## autovacuum_vacuum_cost_limit (integer)\n\nThe cost limit "
+        "the autovacuum workers use. If it is -1, which is the default, the regular limit is used instead.\n"
+    }
+    agent, _ = make(
+        index_of(tmp_path / "plain", plain),
+        ["Thought: a\nAction: search[autovacuum_vacuum_cost_limit]", "Thought: b\nFinal: -1"],
+        search_k=1,
+    )
+    trajectory = agent.run(FALLS_BACK)
+    assert trajectory.answer == "-1" and trajectory.steps[1].details.refusal is None
+    # a question about the named thing itself
+    outputs = ["Thought: a\nAction: search[autovacuum_vacuum_cost_limit]", "Thought: b\nFinal: -1"]
+    agent, _ = make(index, outputs, search_k=1)
+    trajectory = agent.run("What is the default of autovacuum_vacuum_cost_limit?")
+    assert trajectory.answer == "-1" and trajectory.steps[1].details.refusal is None
+
+
+def test_with_read_hop_the_model_also_answers_from_the_entry_shown_alone(tmp_path) -> None:
+    index = index_of(tmp_path / "manual", MANUAL)
+    outputs = [
+        "Thought: a\nAction: search[autovacuum_vacuum_cost_limit]",
+        "Thought: b\nFinal: -1",
+        "Final: 200",  # the model reading vacuum_cost_limit's entry alone
+        "Thought: c\nFinal: 200",
+    ]
+    agent, backend = make(index, outputs, search_k=1, exclude_refused=True, read_hop=True)
+    trajectory = agent.run(FALLS_BACK)
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "referent"
+    assert refused.observation.endswith(
+        'Read alone for the question, its document answers "200": The default value is 200.'
+    )
+    read = backend.calls[2]
+    assert "Document:\nvacuum_cost_limit: [1] Resource Consumption > vacuum_cost_limit (integer):" in read.prompt
+    assert "Question: What is vacuum_cost_limit's default value?\nvacuum_cost_limit is a step on the way" in read.prompt
+    assert trajectory.answer == "200"
