@@ -198,6 +198,10 @@ def test_cut_short_is_an_answer_the_grammar_ended_where_the_model_meant_to_write
         ("Thought: There are 30 slots.\nFinal: three", "3", False),
         ("Thought: 3.5 slots.\nFinal: three", "3", False),
         ("Thought: 3 slots.\nFinal: four", "3", False),
+        # The thought writes the number word read: the refused digits are that number, not one they begin.
+        ("Thought: Setting it to zero (which is the default) disables it.\nFinal: zero", "0", True),
+        ("Thought: The manual keeps Three slots.\nFinal: three", "3", True),
+        ("Thought: The manual says threefold.\nFinal: three", "3", False),
         # A number word meant where the text writes digits: the same number, whatever the thought says.
         ("Thought: x\nFinal: 3", " three", True),
         ("Thought: x\nFinal: 4", " three", False),

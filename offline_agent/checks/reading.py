@@ -136,8 +136,8 @@ def _thought(raw: str) -> str:
 def _same_number(meant: str, written: str, thought: str = "") -> bool:
     """Whether the model meant the number the grammar made it write, in another form than the text read has: without
     the thousands separators ("1462" for "1,462"), as a number word for digits (" three" for "3"), or in digits for a
-    number word ("3" for "three") where the step's thought writes those digits as a number of their own (a first
-    digit alone may begin "30" as well as "3")."""
+    number word ("3" for "three") where the step's thought writes those digits as a number of their own, or the
+    number word itself (a first digit alone may begin "30" as well as "3")."""
     digits = meant.strip()
     if "," in written and digits.isdigit() and written.replace(",", "").startswith(digits):
         return True
@@ -147,6 +147,8 @@ def _same_number(meant: str, written: str, thought: str = "") -> bool:
     value = _NUMBER_WORDS.get(written.casefold())
     if value is None or not digits.isdigit() or not str(value).startswith(digits):
         return False
+    if re.search(rf"(?<![\w-]){re.escape(written.strip())}(?![\w-])", thought, re.IGNORECASE):
+        return True  # the thought writes the number word it read: the digits are that number, not one they begin
     return re.search(rf"(?<![\d,.]){value}(?![\d]|[,.]\d)", thought) is not None
 
 
