@@ -1,8 +1,12 @@
 """The `referent` check: a question that refers to "that NOUN", a thing it describes and does not name, answered with
 what the entry of the thing it names says.
 
-On the PostgreSQL manual's questions it fixed "200" (the cost limit autovacuum falls back on, answered "-1", the
-autovacuum setting's own default), ... (see benchmarks/README.md, stop 61).
+On the PostgreSQL manual's questions (benchmarks/README.md, stop 61) it turned three answers right, the cases these
+tests are made of: "-1" (autovacuum_vacuum_cost_limit's own default) for the default of the cost limit autovacuum
+falls back on, now "200" from vacuum_cost_limit's entry; "pg_archivecleanup" for the option that makes the utility
+an archive_cleanup_command names only print, now "-n" from its Options; and "64" (max_locks_per_transaction's own
+default) for the default of the parameter the lock table is sized by besides max_connections, now "zero" from
+max_prepared_transactions' entry (with unread letting "0" meant for "zero" stand where the thought writes "zero").
 """
 
 from __future__ import annotations
