@@ -238,8 +238,7 @@ class VerifyOptions(ReActOptions):
     )
     read_hop: bool = option(
         False,
-        "With grounded: a Final refused as the entity on the way also asks that entity's own document (or the entry "
-        "a referent refusal shows) alone.",
+        "With grounded: a Final refused as the entity on the way also asks its own document (or an entry shown) alone.",
     )
 
 
