@@ -131,8 +131,9 @@ class CheckPipeline:
         if shown is None:
             return refusal
         own = candidate.own_document() if self.read_hop else None
-        fitted = candidate.host.fit(own) if own is not None else None
-        read = self._read_alone(candidate, candidate.answer, fitted, candidate.question) if fitted else None
+        read = None
+        if own is not None:
+            read = self._read_alone(candidate, candidate.answer, candidate.host.fit(own), candidate.question)
         return "\n".join([refusal, texts()["document"].format(text=shown.text), *([read] if read else [])])
 
     def _read_alone(self, candidate: Candidate, name: str, text: str, question: str) -> str | None:

@@ -26,12 +26,11 @@ import re
 from offline_agent.checks.base import Candidate, Check, Refusal, as_words, sentence_with
 from offline_agent.prompts import prompt_table
 from offline_agent.tools.documents import Shown
+from offline_agent.tools.titles import bare_title
 
 # An Observation line of a search: "[k] LABEL: text", LABEL a title and the section's headings joined by " > ".
 _LINE = re.compile(r"^\[\d+\] (.+?): (.*)$")
-_NUMBER = re.compile(r"^\[\d+\] ")
 _HEADING_PARTS = " > "
-_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")  # "(integer)" after an entry's name
 # A name in code: letters or digits joined by underscores, and dots ("pg_stat_statements.max"); a function's "()"
 # after it is no part of it.
 _CODE_NAME = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)*_[A-Za-z0-9]+(?:[_.][A-Za-z0-9]+)*")
@@ -52,8 +51,9 @@ def shown_lines(observation: str) -> list[tuple[str, str]]:
 def entry_names(label: str) -> list[str]:
     """The names of the section a passage's label ends with ("autovacuum_vacuum_cost_limit" and
     "toast.autovacuum_vacuum_cost_limit" of "CREATE TABLE > ... > autovacuum_vacuum_cost_limit,
-    toast.autovacuum_vacuum_cost_limit (integer)"): its last heading less a closing qualifier, split at commas."""
-    last = _QUALIFIER.sub("", label.rsplit(_HEADING_PARTS, 1)[-1])
+    toast.autovacuum_vacuum_cost_limit (integer)"): its last heading less a closing qualifier, as a title's
+    (titles.bare_title), split at commas."""
+    last = bare_title(label.rsplit(_HEADING_PARTS, 1)[-1])
     return [name.strip() for name in last.split(",") if name.strip()]
 
 
@@ -73,18 +73,14 @@ def _entry_lines(shown: Shown, name: str, named: list[str]) -> Shown | None:
     place names it ("auto_explain > Configuration Parameters > auto_explain.log_format (enum)" for "auto_explain"),
     up to MAX_LINES, else the first. Numbered again from 1, with the ids, titles and scores they stand for; None
     where no line is left."""
-    lines = [line for line in shown.text.splitlines() if _LINE.match(line)]
-    rows = [
-        (line, pid, title, score, shown_lines(line)[0][0])
-        for line, pid, title, score in zip(lines, shown.ids, shown.titles, shown.scores, strict=False)
-    ]
-    rows = [row for row in rows if not set(entry_names(row[4])) & set(named)]
-    own = [row for row in rows if name in entry_names(row[4])]
-    kept = (own or [row for row in rows if written_in(name, row[4])] or rows[:1])[:MAX_LINES]
+    lines = zip(shown_lines(shown.text), shown.ids, shown.titles, shown.scores, strict=False)
+    rows = [(label, text, *passage) for (label, text), *passage in lines if not set(entry_names(label)) & set(named)]
+    own = [row for row in rows if name in entry_names(row[0])]
+    kept = (own or [row for row in rows if written_in(name, row[0])] or rows[:1])[:MAX_LINES]
     if not kept:
         return None
-    renumbered = [_NUMBER.sub(f"[{rank}] ", line, count=1) for rank, (line, *_) in enumerate(kept, 1)]
-    return Shown("\n".join(renumbered), [row[2] for row in kept], [row[1] for row in kept], [row[3] for row in kept])
+    text = "\n".join(f"[{rank}] {label}: {line}" for rank, (label, line, *_) in enumerate(kept, 1))
+    return Shown(text, [row[3] for row in kept], [row[2] for row in kept], [row[4] for row in kept])
 
 
 class Referent(Check):
@@ -92,7 +88,7 @@ class Referent(Check):
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         form = candidate.form
-        if form.refers_to is None:
+        if form.refers_to is None or candidate.documents is None:
             return None
         question, holds = form.question, as_words(candidate.answer)
         named: list[str] = []
@@ -111,8 +107,6 @@ class Referent(Check):
         named = list(dict.fromkeys(named))
         others = [name for name in dict.fromkeys(names) if name not in named and not written_in(name, question)]
         fields = {"answer": candidate.answer, "named": ", ".join(named), "noun": form.refers_to, "question": question}
-        if candidate.documents is None:
-            return None
         for name in others[:MAX_NAMES]:
             found = candidate.documents.open_found(f"{name} {form.referring_sentence}")
             entry = _entry_lines(found, name, named) if found is not None else None
