@@ -167,6 +167,23 @@ def test_a_section_of_a_manual_shows_at_least_section_sentences(tmp_path: Path) 
     assert observation(pool, query, **settings, section_sentences=3) == record == observation(pool, query, **settings)
 
 
+@pytest.mark.parametrize(
+    "section",
+    [
+        "## Sizes\n\nBoats up to 12 metres may berth.",
+        "## Sizes ##\n\nBoats up to 12 metres may berth.",  # closing hashes
+        "Sizes\n-----\n\nBoats up to 12 metres may berth.",  # an underlined heading
+    ],
+)
+def test_a_markdown_sections_heading_line_is_shown_in_its_label_only(tmp_path: Path, section: str) -> None:
+    (tmp_path / "manual").mkdir()
+    (tmp_path / "manual" / "berths.md").write_text(f"# Berths\n\nThe berths of the marina.\n\n{section}\n")
+    manual = open_corpus(tmp_path / "manual")
+    for snippet in ("head", "sentences"):
+        shown = observation(manual, "boats metres berth sizes", k=1, snippet=snippet)
+        assert shown == "[1] Berths > Sizes: Boats up to 12 metres may berth."
+
+
 def test_with_question_ranks_a_manual_by_the_query_and_the_question(tmp_path: Path) -> None:
     """`with_question`: where the query finds a passage in a section below its document's title, the question's
     words rank the passages too (a small model's keywords miss the words the entry writes); the label and the

@@ -444,14 +444,20 @@ def _opening(passage: Any, text: str) -> str:
     return text if found is None else unnumbered(heading[-1]) + text[found:]
 
 
+# The end of a heading's line, with a Markdown or reStructuredText underline if one follows ("Sizes\n-----").
+_LINE_END = r"(?:[^\S\n]*\n {0,3}(?:=+|-+)[^\S\n]*(?=\n|$))?(?=[^\S\n]*(?:\n|$))"
+
+
 def _starts_with(text: str, heading: str, at: int = 0) -> int | None:
     """Where `heading` ends in `text` if `text` starts with it at `at` as a line of its own (after spaces, and
-    spacing aside: a heading is stored on one line); None where it does not (a sentence that opens with the
-    heading's words: "gssencmode is ignored ..." under the heading "gssencmode")."""
+    spacing aside: a heading is stored on one line), as a plain text or Markdown writes it ("## max_berths", its
+    closing hashes or its underline with it); None where it does not (a sentence that opens with the heading's
+    words: "gssencmode is ignored ..." under the heading "gssencmode")."""
     words = heading.split()
     if not words:
         return None
-    match = re.compile(r"\s*" + r"\s+".join(map(re.escape, words)) + r"(?=[^\S\n]*(?:\n|$))").match(text, at)
+    line = r"\s*(?:#{1,6}[^\S\n]+)?" + r"\s+".join(map(re.escape, words)) + r"(?:[^\S\n]+#+)?"
+    match = re.compile(line + _LINE_END).match(text, at)
     return match.end() if match else None
 
 
