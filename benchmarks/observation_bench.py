@@ -87,6 +87,9 @@ def main() -> None:
     parser.add_argument("--variants", default="after=1", help="';'-separated variants, e.g. 'after=1;sentences=3'")
     parser.add_argument("--dump", type=Path, help="write every Observation to this JSONL file")
     args = parser.parse_args()
+    unknown = [corpus for corpus in args.corpora.split(",") if corpus not in CORPORA]
+    if unknown:
+        parser.error(f"unknown corpus {unknown[0]!r}; choose from {', '.join(CORPORA)}")
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     base = agent_settings().options.search_settings()  # the answer profile's, as the default agent searches
     variants = dict([("profile", base), *(parse_variant(v, base) for v in args.variants.split(";") if v)])
