@@ -87,7 +87,8 @@ def main() -> None:
     parser.add_argument("--variants", default="after=1", help="';'-separated variants, e.g. 'after=1;sentences=3'")
     parser.add_argument("--dump", type=Path, help="write every Observation to this JSONL file")
     args = parser.parse_args()
-    unknown = [corpus for corpus in args.corpora.split(",") if corpus not in CORPORA]
+    corpora = args.corpora.split(",")
+    unknown = [corpus for corpus in corpora if corpus not in CORPORA]
     if unknown:
         parser.error(f"unknown corpus {unknown[0]!r}; choose from {', '.join(CORPORA)}")
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
@@ -95,7 +96,7 @@ def main() -> None:
     variants = dict([("profile", base), *(parse_variant(v, base) for v in args.variants.split(";") if v)])
     print("| corpus | variant | answer in the Observation | mean characters |")
     print("|---|---|---|---|")
-    for corpus in args.corpora.split(","):
+    for corpus in corpora:
         questions_path, pool = CORPORA[corpus]
         if not questions_path.exists():
             print(f"| {corpus} | skipped: {questions_path} not found | | |")
