@@ -51,6 +51,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from offline_agent.listing import entries
 from offline_agent.literals import quoted
 from offline_agent.retrieval.sentences import split_sentences
 
@@ -97,15 +98,14 @@ def tokens(text: str) -> list[_Symbol]:
     return out
 
 
-_LISTED = re.compile(r"^\[\d+\] ([^\n]{1,300}?): ", re.MULTILINE)
-
-
 def _pieces(text: str) -> list[str]:
-    """`text` cut before and after each `[n] Title: ` head: titles and texts as separate pieces."""
+    """`text` cut before and after each `[n] Title: ` head (listing.py): titles and texts as separate pieces."""
     pieces, at = [], 0
-    for match in _LISTED.finditer(text):
-        pieces += [text[at : match.start()], match.group(1)]
-        at = match.end()
+    for entry in entries(text):
+        if entry.label is None:
+            continue
+        pieces += [text[at : entry.start], entry.label]
+        at = entry.text_start
     return [*pieces, text[at:]]
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from offline_agent.listing import entries
 from offline_agent.normalize import normalize_answer
 
 _AI = r"(?:ais?|a\.i\.|llms?|(?:large )?language models?|assistants?|chatbots?|chat bots?)"
@@ -70,15 +71,12 @@ ADDRESSES = [
     r"\bistruzion[ei] per (?:l['’]\s?)?(?:assistente|ia|modello)\b",
 ]
 _ADDRESSED = re.compile("|".join(f"(?:{pattern})" for pattern in ADDRESSES), re.IGNORECASE | re.MULTILINE)
-# A search Observation lists passages as `[n] Title: text`, one to a line.
-_LISTED = re.compile(r"^\[\d+\] ", re.MULTILINE)
 _PUNCTUATION = re.compile(r"[^\w\s]")
-_HEAD = re.compile(r"\[\d+\] ([^\n]{1,300}?): ")
 
 
 def passages(observation: str) -> list[str]:
-    """The passages of an Observation: each `[n] ...` entry of a search, else the whole text."""
-    starts = [match.start() for match in _LISTED.finditer(observation)]
+    """The passages of an Observation: each `[n] ...` entry of a search (listing.py), else the whole text."""
+    starts = [entry.start for entry in entries(observation)]
     if not starts:
         return [observation] if observation.strip() else []
     if starts[0] > 0:
@@ -90,8 +88,9 @@ def addresses_the_model(text: str) -> bool:
     """Whether `text` (a passage, with its `[n] Title: ` head if it has one) speaks to the model that reads it (one
     of ADDRESSES), in its title or in its text: the head's own colon is not part of either ("[3] 1998 ICC KnockOut
     Trophy Final: The 1998 ...")."""
-    head = _HEAD.match(text)
-    parts = (head.group(1), text[head.end() :]) if head else (text,)
+    listed = entries(text)
+    head = listed[0] if listed and listed[0].start == 0 and listed[0].label is not None else None
+    parts = (head.label, text[head.text_start :]) if head else (text,)
     return any(_ADDRESSED.search(part) is not None for part in parts)
 
 

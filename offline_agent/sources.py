@@ -16,13 +16,12 @@ server and the evaluation call it and show or store what it returns.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from offline_agent.listing import entries
 from offline_agent.steps import Trajectory
 
-_NUMBERED = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
 NOT_WRITTEN = "none: the answer is not written word for word in the passages the searches returned"
 
 
@@ -132,13 +131,12 @@ def _add(found: dict[int, Source], index: Any, passage_id: int, needle: str, ste
 def _shown(observation: str, count: int) -> dict[int, str]:
     """The text each numbered line of an Observation showed (1..count); one passage shown without a number (a
     retrieve) is the whole Observation."""
-    marks = [m for m in _NUMBERED.finditer(observation) if 1 <= int(m.group(1)) <= count]
-    if not marks:
+    listed = [entry for entry in entries(observation) if 1 <= entry.rank <= count]
+    if not listed:
         return {1: observation} if count == 1 else {}
     out: dict[int, str] = {}
-    for mark, following in zip(marks, [*marks[1:], None], strict=True):
-        end = following.start() if following is not None else len(observation)
-        out.setdefault(int(mark.group(1)), observation[mark.end() : end])
+    for entry in listed:
+        out.setdefault(entry.rank, entry.shown)
     return out
 
 

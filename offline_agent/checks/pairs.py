@@ -35,6 +35,7 @@ from offline_agent.answer_form import (
 )
 from offline_agent.checks.base import CLOSED, OPEN, Candidate, Check, Refusal, as_words, capitalised, sentence_with
 from offline_agent.compare import Comparison, Measure, comparison, measure, same_year, winner
+from offline_agent.listing import listing
 from offline_agent.normalize import normalize_answer
 from offline_agent.parse import WordParser
 from offline_agent.prompts import prompt_table
@@ -221,9 +222,7 @@ class Shared(Check):
         if not missing:
             return None
         where = "in neither document" if len(missing) == 2 else f"not in the document of {missing[0]}"
-        listed = "\n".join(
-            f"[{rank}] {title}: {first_sentence(text)}" for rank, (title, text) in enumerate(texts.items(), 1)
-        )
+        listed = listing((title, first_sentence(text)) for title, text in texts.items())
         candidate.host.read(candidate, listed)
         first, second = (bare_title(title) for title, _ in found)
         text = _texts()["shared"].format(

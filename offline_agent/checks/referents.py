@@ -24,12 +24,12 @@ from __future__ import annotations
 import re
 
 from offline_agent.checks.base import Candidate, Check, Refusal, as_words, sentence_with
+from offline_agent.listing import entries, listing
 from offline_agent.prompts import prompt_table
 from offline_agent.tools.documents import Shown
 from offline_agent.tools.titles import bare_title
 
-# An Observation line of a search: "[k] LABEL: text", LABEL a title and the section's headings joined by " > ".
-_LINE = re.compile(r"^\[\d+\] (.+?): (.*)$")
+# A search's LABEL (listing.py) is a title and the section's headings joined by " > ".
 _HEADING_PARTS = " > "
 # A name in code: letters or digits joined by underscores, and dots ("pg_stat_statements.max"); a function's "()"
 # after it is no part of it.
@@ -43,9 +43,8 @@ def _texts() -> dict[str, str]:
 
 
 def shown_lines(observation: str) -> list[tuple[str, str]]:
-    """(label, text) of each line of `observation` that shows a passage as "[k] LABEL: text"."""
-    found = (_LINE.match(line) for line in observation.splitlines())
-    return [(match.group(1), match.group(2)) for match in found if match is not None]
+    """(label, text) of each passage `observation` lists as "[k] LABEL: text" (listing.py)."""
+    return [(entry.label, entry.text) for entry in entries(observation) if entry.label is not None]
 
 
 def entry_names(label: str) -> list[str]:
@@ -79,7 +78,7 @@ def _entry_lines(shown: Shown, name: str, named: list[str]) -> Shown | None:
     kept = (own or [row for row in rows if written_in(name, row[0])] or rows[:1])[:MAX_LINES]
     if not kept:
         return None
-    text = "\n".join(f"[{rank}] {label}: {line}" for rank, (label, line, *_) in enumerate(kept, 1))
+    text = listing((label, line) for label, line, *_ in kept)
     return Shown(text, [row[3] for row in kept], [row[2] for row in kept], [row[4] for row in kept])
 
 

@@ -29,6 +29,7 @@ from math import fsum
 from typing import Any
 
 from offline_agent.errors import ToolError
+from offline_agent.listing import listing
 from offline_agent.tools.base import Notice
 from offline_agent.tools.documents import Shown
 from offline_agent.tools.titles import TitleTable, bare_title, title_table
@@ -277,8 +278,7 @@ class SearchTool(_ThreadDetails):
                 texts.append(_best_sentences(p, weights, count, index.analyzer, after))
         else:
             texts = [_clip(_opening(p, p.text), PASSAGE_CHARS) for p in shown]
-        lines = (f"[{rank}] {_label(p)}: {text}" for rank, (p, text) in enumerate(zip(shown, texts, strict=True), 1))
-        return "\n".join(lines)
+        return listing((_label(p), text) for p, text in zip(shown, texts, strict=True))
 
     def _linked(self, passages: list[Any]) -> list[Any]:
         """The first passages of the documents the passages name, up to `links`, in the order they are named."""
