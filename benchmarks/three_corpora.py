@@ -38,19 +38,20 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
 sys.path.insert(0, str(ROOT))
+
+from observation_bench import CORPORA as PATHS  # noqa: E402  (its folder is the script's: on sys.path)
+from observation_bench import DATA  # noqa: E402
 
 from offline_agent.eval.results import RunFolder  # noqa: E402
 from offline_agent.eval.scoring import summarize  # noqa: E402
 from offline_agent.retrieval.catalog import index_path  # noqa: E402
 from offline_agent.retrieval.storage import is_index_dir  # noqa: E402
 
-DEV200 = DATA / "hotpotqa" / "hotpot_dev200_distractor.json"
-POOL = DATA / "hotpotqa" / "hotpot_pool5716_corpus.jsonl"
-PG_QUESTIONS = DATA / "pgdocs" / "questions.jsonl"
+DEV200, POOL = PATHS["dev200"]
+PG_QUESTIONS = PATHS["pgdocs"][0]
+SAMPLE_QUESTIONS, SAMPLE = PATHS["sample"]
 PG_HTML = Path("/usr/share/doc/postgresql-doc-15/html")
-SAMPLE = ROOT / "corpora" / "sample"
 RUNS = ("deva", "devb", "pg", "sample")
 CORPORA = {"dev200": ("deva", "devb"), "PostgreSQL": ("pg",), "sample": ("sample",)}
 OFFLINE_AGENT = Path(sys.executable).with_name("offline-agent")
@@ -65,7 +66,7 @@ def questions(name: str, folder: Path, ids: set[str] | None) -> Path:
         path = folder / f"{name}.json"
         path.write_text(json.dumps(rows))
         return path
-    source = PG_QUESTIONS if name == "pg" else SAMPLE / "questions.jsonl"
+    source = PG_QUESTIONS if name == "pg" else SAMPLE_QUESTIONS
     if ids is None:
         return source
     lines = [line for line in source.read_text().splitlines() if line.strip() and json.loads(line)["id"] in ids]
@@ -87,14 +88,17 @@ def run(args: argparse.Namespace) -> int:
         subprocess.run([str(OFFLINE_AGENT), "index", str(PG_HTML), "--name", args.pgdocs_index], check=True)
     env = dict(os.environ, **({"PYTHONPATH": str(args.code.resolve())} if args.code else {}))
     for pair in (names[i : i + 2] for i in range(0, len(names), 2)):
-        running = []
+        running, logs = [], []
         for name in pair:
             dataset = questions(name, out / "questions", ids)
             command = [str(OFFLINE_AGENT), "eval", str(dataset), "--pool", pool(name, args.pgdocs_index)]
-            log = (out / f"{name}.log").open("a")
             command += ["--out", str(out / name), "--threads", "1"]
-            running.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
-        if any(process.wait() != 0 for process in running):
+            logs.append((out / f"{name}.log").open("a"))
+            running.append(subprocess.Popen(command, env=env, stdout=logs[-1], stderr=subprocess.STDOUT))
+        codes = [process.wait() for process in running]
+        for log in logs:
+            log.close()
+        if any(codes):
             print(f"a run of {', '.join(pair)} failed; its log is in {out}", file=sys.stderr)
             return 1
     return 0
