@@ -275,7 +275,8 @@ class SearchTool(_ThreadDetails):
             texts = []
             for p in shown:
                 count, after = _sentences_shown(p, settings)
-                texts.append(_best_sentences(p, weights, count, index.analyzer, after))
+                keep = _states_default if _in_section(p) else None
+                texts.append(_best_sentences(p, weights, count, index.analyzer, after, keep))
         else:
             texts = [_clip(_opening(p, p.text), PASSAGE_CHARS) for p in shown]
         return listing((_label(p), text) for p, text in zip(shown, texts, strict=True))
@@ -461,10 +462,25 @@ def _starts_with(text: str, heading: str, at: int = 0) -> int | None:
     return match.end() if match else None
 
 
-def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyzer: Any, after: int = 0) -> str:
+# A sentence that states what holds when nothing is set ("The default value is 5 seconds.", "By default, ...").
+_DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
+
+
+def _states_default(sentence: str) -> bool:
+    return _DEFAULT.search(sentence) is not None
+
+
+def _best_sentences(
+    passage: Any,
+    weights: dict[str, float],
+    count: int,
+    analyzer: Any,
+    after: int = 0,
+    keep: Callable[[str], bool] | None = None,
+) -> str:
     """The first sentence of the passage and the count - 1 others whose terms weigh most in `weights` (the
     passage's own title terms aside: every sentence of a document is about its title), each of those with the
-    `after` sentences that follow it, in text order."""
+    `after` sentences that follow it, and every sentence `keep` accepts, in text order."""
     from offline_agent.retrieval import split_sentences
 
     text = _opening(passage, passage.text)
@@ -478,6 +494,7 @@ def _best_sentences(passage: Any, weights: dict[str, float], count: int, analyze
     scores = [fsum(wanted.get(term, 0.0) for term in set(analyzer.tokens(sentence))) for sentence in sentences]
     rest = sorted(range(1, len(sentences)), key=lambda i: (-scores[i], i))[: count - 1]
     rest += [i + step for i in rest for step in range(1, after + 1) if i + step < len(sentences)]
+    rest += [i for i, sentence in enumerate(sentences) if keep is not None and keep(sentence)]
     chosen = sorted({0, *rest})
     out = []
     for position, index in enumerate(chosen):
