@@ -40,7 +40,10 @@ def eval_args(old: Path, folder: str, *extra: str) -> list[str]:
 
 
 # Defaults of the answer profile changed since the folders were written; they resume with the old value given.
-CHANGED_DEFAULTS = ("-o", "section_sentences_after=0", "-o", "section_sentences=0", "-o", "search_with_question=false")
+CHANGED_DEFAULTS = (
+    *("-o", "section_sentences_after=0", "-o", "section_sentences=0", "-o", "section_defaults=false"),
+    *("-o", "search_with_question=false"),
+)
 
 
 @pytest.mark.parametrize(("folder", "extra"), [("react", ("--agent", "react")), ("verify", ())])
@@ -63,7 +66,12 @@ def test_the_old_flat_settings_are_the_answer_profiles(old: Path) -> None:
     for folder, agent in (("react", "react"), ("verify", "verify")):
         # a setting added since the folder was written reads as the value that reproduces its runs (ADDED_FIELDS)
         recorded = with_added_fields(json.loads((old / folder / "config.json").read_text()))["agent_config"]
-        changed = {"section_sentences_after": 0, "section_sentences": 0, "search_with_question": False}
+        changed = {
+            "section_sentences_after": 0,
+            "section_sentences": 0,
+            "section_defaults": False,
+            "search_with_question": False,
+        }
         now = agent_settings(agent, **changed).flat()  # changed since (above)
         assert {key: recorded[key] for key in now} == now
         assert set(recorded) - set(now) == (

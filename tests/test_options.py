@@ -52,7 +52,13 @@ ANSWER_BEFORE = {
 }
 # The answer profile now: what the commands ran before, and the defaults changed since (each measured on the
 # three development corpora; docs/answers.md).
-ANSWER_NOW = {**ANSWER_BEFORE, "section_sentences_after": 1, "section_sentences": 3, "search_with_question": True}
+ANSWER_NOW = {
+    **ANSWER_BEFORE,
+    "section_sentences_after": 1,
+    "section_sentences": 3,
+    "section_defaults": True,
+    "search_with_question": True,
+}
 
 
 def invoke(cli, *args: str):  # noqa: F811
@@ -124,7 +130,7 @@ def test_values_parse_by_the_options_type(key: str, text: str, value: object) ->
             ["read_hops=false"],
             "unknown option 'read_hops' for strategy verify; choose from ['answer_form', 'exclude_refused', "
             "'first_search', 'fresh_calls', 'grounded', 'links', 'min_searches', 'observation_tokens', 'read_hop', "
-            "'search_after_refusal', 'search_k', 'search_with_question', 'section_sentences', "
+            "'search_after_refusal', 'search_k', 'search_with_question', 'section_defaults', 'section_sentences', "
             "'section_sentences_after', 'sentences', 'sentences_after', 'snippet', 'title_boost']",
         ),
         ("react", ["read_hop=false"], "unknown option 'read_hop' for strategy react; choose from ['answer_form', "),

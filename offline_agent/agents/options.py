@@ -176,6 +176,10 @@ class StrategyOptions:
         low=0,
         high=20,
     )
+    section_defaults: bool = option(
+        False,
+        "With snippet=sentences: also show every sentence that says 'default' in a section below a document's title.",
+    )
     search_with_question: bool = option(
         False, "Where a search finds a section of a document (a manual's), rank by its keywords and the question's."
     )
@@ -204,6 +208,7 @@ class StrategyOptions:
             sentences_after=self.sentences_after,
             section_sentences_after=self.section_sentences_after,
             section_sentences=self.section_sentences,
+            section_defaults=self.section_defaults,
             with_question=self.search_with_question,
         )
 

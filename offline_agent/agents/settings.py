@@ -77,6 +77,7 @@ register_profile(
             "sentences": 2,
             "section_sentences_after": 1,
             "section_sentences": 3,
+            "section_defaults": True,
             "search_with_question": True,
             "links": 4,
             "observation_tokens": 600,

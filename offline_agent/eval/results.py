@@ -73,6 +73,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.sentences_after": 0,
     "agent_config.section_sentences_after": 0,
     "agent_config.section_sentences": 0,
+    "agent_config.section_defaults": False,
     "agent_config.search_with_question": False,
     "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }

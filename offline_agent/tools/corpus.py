@@ -57,11 +57,14 @@ class SearchSettings:
     and gives its value in the next sentence, where an article's next sentence is about something else.
     `section_sentences`: at least this many sentences, the first one included, for a passage in such a section: a
     reference entry states its value in a short sentence of its own ("The default is 80 MB.") that shares few
-    words with a question, and the entry's longer sentences outweigh it. `with_question`: where the query finds a
-    passage in such a section, the passages are ranked by the query's words and the run's question's together
-    (what the search shows, and which document the query names, still go by the query): a small model's few
-    keywords miss the words reference text writes ("wait ... before trying again" for its "standby WAL wait
-    time"), and the question holds them; in encyclopedic text the question's other words ("born", "city",
+    words with a question, and the entry's longer sentences outweigh it. `section_defaults`: a passage in such a
+    section also shows every sentence that says "default" ("The default value is 5 seconds.", "By default, ..."),
+    however few of the query's words it has: what holds when nothing is set is the value most questions about an entry
+    ask for, or the one they start from (a limit, an effect), and a manual states it once, in few words.
+    `with_question`: where the query finds a passage in such a section, the passages are ranked by the query's words and
+    the run's question's together (what the search shows, and which document the query names, still go by the query): a
+    small model's few keywords miss the words reference text writes ("wait ... before trying again" for its "standby WAL
+    wait time"), and the question holds them; in encyclopedic text the question's other words ("born", "city",
     "composer") only find more things of the kind asked for, which a small model then answers with.
     """
 
@@ -73,6 +76,7 @@ class SearchSettings:
     sentences_after: int = 0
     section_sentences_after: int = 0
     section_sentences: int = 0
+    section_defaults: bool = False
     with_question: bool = False
 
     def __post_init__(self) -> None:
@@ -275,7 +279,7 @@ class SearchTool(_ThreadDetails):
             texts = []
             for p in shown:
                 count, after = _sentences_shown(p, settings)
-                keep = _states_default if _in_section(p) else None
+                keep = _states_default if settings.section_defaults and _in_section(p) else None
                 texts.append(_best_sentences(p, weights, count, index.analyzer, after, keep))
         else:
             texts = [_clip(_opening(p, p.text), PASSAGE_CHARS) for p in shown]
@@ -462,11 +466,12 @@ def _starts_with(text: str, heading: str, at: int = 0) -> int | None:
     return match.end() if match else None
 
 
-# A sentence that states what holds when nothing is set ("The default value is 5 seconds.", "By default, ...").
+# A sentence that says what holds when nothing is set ("The default value is 5 seconds.", "By default, ...").
 _DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
 
 
 def _states_default(sentence: str) -> bool:
+    """Whether `sentence` says "default" (or "defaults", "defaulted"), case aside."""
     return _DEFAULT.search(sentence) is not None
 
 
