@@ -84,7 +84,7 @@ def test_the_old_flat_settings_are_the_answer_profiles(old: Path) -> None:
 def test_a_changed_default_is_named_when_an_old_folder_is_resumed_without_it(cli, scripted, old: Path) -> None:  # noqa: F811
     result = CliRunner().invoke(cli, eval_args(old, "verify"), prog_name="offline-agent")
     assert result.exit_code == 1
-    assert "agent_config.section_sentences_after: 0 there, 1 now" in result.stderr
+    assert "agent_config.section_sentences: 0 there, 3 now" in result.stderr
 
 
 def test_an_old_folder_still_refuses_another_configuration(cli, scripted, old: Path) -> None:  # noqa: F811

@@ -273,8 +273,12 @@ def test_section_defaults_shows_a_sections_default_sentences_and_leaves_records_
     whatever the query; a record shows its `sentences` as before, though one of its sentences says it."""
     (tmp_path / "manual").mkdir()
     (tmp_path / "manual" / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
-    rope = {"id": "1", "title": "Rope", "text": "Rope is strands. By default lines are 16 mm thick. A boat is refused."}
-    (tmp_path / "pool.jsonl").write_text(json.dumps(rope))
+    rows = [
+        {"id": "1", "title": "Rope", "text": "Rope is strands. By default lines are 16 mm thick. A boat is refused."},
+        {"id": "2", "title": "Anchor", "text": "An anchor holds a ship. It has flukes."},
+        {"id": "3", "title": "Chain", "text": "Chain is links of metal. It is heavy."},
+    ]
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(row) for row in rows))
     manual, pool = open_corpus(tmp_path / "manual"), open_corpus(tmp_path / "pool.jsonl")
     settings = {"k": 1, "snippet": "sentences", "sentences": 2}
     entry = "[1] Berth Settings > Sizes > max_berths (integer): Sets the size of the marina."
