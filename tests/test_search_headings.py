@@ -27,6 +27,15 @@ def observation(index, query: str, question: str | None = None, **settings) -> s
     return SearchTool(CorpusSession(index, SearchSettings(**settings), question=question or query))(query)
 
 
+def berths_and_records(tmp_path: Path, *rows: dict[str, str]) -> tuple[object, object]:
+    """The index of a manual page of reference entries (tests/retrieval/html_pages/reference.html) and the index
+    of JSONL records `rows`, written under `tmp_path`."""
+    (tmp_path / "manual").mkdir()
+    (tmp_path / "manual" / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(row) for row in rows))
+    return open_corpus(tmp_path / "manual"), open_corpus(tmp_path / "pool.jsonl")
+
+
 def test_records_and_title_only_markdown_show_as_before(tmp_path: Path) -> None:
     rows = [
         {"id": "1", "title": "Kessa Harbour", "text": "Kessa Harbour is a fishing port. Its quay is 200 metres long."},
@@ -116,9 +125,8 @@ def test_a_section_of_a_manual_shows_the_sentence_after_its_best_one(tmp_path: P
     """`section_sentences_after`: a passage below its document's title (a manual's section) shows the sentence after
     each best one, where reference text gives the value ("... The default is 1000 tuples."); a record shows as
     before, as does every passage with the option at 0."""
-    (tmp_path / "manual").mkdir()
-    (tmp_path / "manual" / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
-    rows = [
+    manual, pool = berths_and_records(
+        tmp_path,
         {
             "id": "1",
             "title": "Rope",
@@ -126,9 +134,7 @@ def test_a_section_of_a_manual_shows_the_sentence_after_its_best_one(tmp_path: P
         },
         {"id": "2", "title": "Chain", "text": "Chain is links of metal. It is heavy."},
         {"id": "3", "title": "Anchor", "text": "An anchor holds a boat. It has flukes."},
-    ]
-    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    manual, pool = open_corpus(tmp_path / "manual"), open_corpus(tmp_path / "pool.jsonl")
+    )
     settings = {"k": 1, "snippet": "sentences", "sentences": 2}
     entry = "[1] Berth Settings > Sizes > max_berths (integer): Sets the size of the marina. It says how many boats"
     query = "how many boats moored at once"
@@ -149,11 +155,8 @@ def test_a_section_of_a_manual_shows_at_least_section_sentences(tmp_path: Path) 
     """`section_sentences`: a passage below its document's title shows at least that many sentences, where a
     reference entry's short "The default is 40 boats." shares no word with the query and loses to longer ones; a
     record shows its `sentences` as before."""
-    (tmp_path / "manual").mkdir()
-    (tmp_path / "manual" / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
     rope = {"id": "1", "title": "Rope", "text": "Rope is strands. Lines must be 16 mm thick. A boat is refused."}
-    (tmp_path / "pool.jsonl").write_text(json.dumps(rope))
-    manual, pool = open_corpus(tmp_path / "manual"), open_corpus(tmp_path / "pool.jsonl")
+    manual, pool = berths_and_records(tmp_path, rope)
     settings = {"k": 1, "snippet": "sentences", "sentences": 2}
     entry = "[1] Berth Settings > Sizes > max_berths (integer): Sets the size of the marina. It says how many boats"
     query = "boats moored bollards"
@@ -271,15 +274,12 @@ def test_a_manual_entry_shows_the_sentence_that_says_its_default(pg_manual, ques
 def test_section_defaults_shows_a_sections_default_sentences_and_leaves_records_alone(tmp_path: Path) -> None:
     """`section_defaults`: a passage below its document's title also shows every sentence that says "default",
     whatever the query; a record shows its `sentences` as before, though one of its sentences says it."""
-    (tmp_path / "manual").mkdir()
-    (tmp_path / "manual" / "berths.html").write_bytes((PAGES / "reference.html").read_bytes())
-    rows = [
+    manual, pool = berths_and_records(
+        tmp_path,
         {"id": "1", "title": "Rope", "text": "Rope is strands. By default lines are 16 mm thick. A boat is refused."},
         {"id": "2", "title": "Anchor", "text": "An anchor holds a ship. It has flukes."},
         {"id": "3", "title": "Chain", "text": "Chain is links of metal. It is heavy."},
-    ]
-    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(row) for row in rows))
-    manual, pool = open_corpus(tmp_path / "manual"), open_corpus(tmp_path / "pool.jsonl")
+    )
     settings = {"k": 1, "snippet": "sentences", "sentences": 2}
     entry = "[1] Berth Settings > Sizes > max_berths (integer): Sets the size of the marina."
     query = "bollards two each berth"
