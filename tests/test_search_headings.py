@@ -261,14 +261,10 @@ def test_a_manual_entry_shows_its_value_sentence_with_three_sentences(pg_manual,
     ],
 )  # fmt: skip
 def test_a_manual_entry_shows_the_sentence_that_says_its_default(pg_manual, question, query, value) -> None:
-    def shown(section_defaults: bool) -> str:
-        settings = SearchSettings(k=4, snippet="sentences", sentences=2, section_sentences_after=1,
-                                  section_sentences=3, with_question=True,
-                                  section_defaults=section_defaults)  # fmt: skip
-        return SearchTool(CorpusSession(pg_manual, settings, question=question))(query)
-
-    assert value not in shown(False)
-    assert value in shown(True)
+    settings = {"k": 4, "snippet": "sentences", "sentences": 2, "section_sentences_after": 1, "section_sentences": 3,
+                "with_question": True}  # fmt: skip
+    assert value not in observation(pg_manual, query, question, **settings)
+    assert value in observation(pg_manual, query, question, **settings, section_defaults=True)
 
 
 def test_section_defaults_shows_a_sections_default_sentences_and_leaves_records_alone(tmp_path: Path) -> None:

@@ -59,13 +59,14 @@ class SearchSettings:
     reference entry states its value in a short sentence of its own ("The default is 80 MB.") that shares few
     words with a question, and the entry's longer sentences outweigh it. `section_defaults`: a passage in such a
     section also shows every sentence that says "default" ("The default value is 5 seconds.", "By default, ..."),
-    however few of the query's words it has: what holds when nothing is set is the value most questions about an entry
-    ask for, or the one they start from (a limit, an effect), and a manual states it once, in few words.
-    `with_question`: where the query finds a passage in such a section, the passages are ranked by the query's words and
-    the run's question's together (what the search shows, and which document the query names, still go by the query): a
-    small model's few keywords miss the words reference text writes ("wait ... before trying again" for its "standby WAL
-    wait time"), and the question holds them; in encyclopedic text the question's other words ("born", "city",
-    "composer") only find more things of the kind asked for, which a small model then answers with.
+    however few of the query's words it has: what holds when nothing is set is the value most questions about an
+    entry ask for, or the one they start from (a limit, an effect), and a manual states it once, in few words.
+    `with_question`: where the query finds a passage in such a section, the passages are ranked by the query's
+    words and the run's question's together (what the search shows, and which document the query names, still go
+    by the query): a small model's few keywords miss the words reference text writes ("wait ... before trying
+    again" for its "standby WAL wait time"), and the question holds them; in encyclopedic text the question's other
+    words ("born", "city", "composer") only find more things of the kind asked for, which a small model then
+    answers with.
     """
 
     k: int = SEARCH_K
