@@ -158,6 +158,8 @@ def test_refused_first_word_looks_only_at_the_start_of_the_answer() -> None:
     assert refused_first_word(raw, [(start + 2, "6")])  # inside the first word
     assert not refused_first_word(raw, [(start + 5, " to")])  # after the first word: the answer's head was read
     assert not refused_first_word("Thought: x\nAction: search[a]", [(3, "F")])
+    # The end of the text (a special token: it decodes to "") or a line break refused there is no other answer.
+    assert not refused_first_word(raw, [(start, "")]) and not refused_first_word(raw, [(start - 1, "\n")])
     # The model meant the number written, without the thousands separator the text read has ("1462" for "1,462").
     raw = "Thought: x\nFinal: 1,462"
     start = raw.index("Final: ") + len("Final: ")

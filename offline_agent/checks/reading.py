@@ -84,7 +84,8 @@ class OneSide(Check):
 
 def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:
     """True if the grammar refused the model's choice at the start of the Final's answer (before the end of its
-    first word): the answer the model meant is not among what the grammar allowed."""
+    first word), and that choice writes something: the answer the model meant is not among what the grammar
+    allowed. A refused end of the text or line break is no other answer."""
     span = _answer_span(raw)
     if span is None:
         return False
@@ -92,9 +93,12 @@ def refused_first_word(raw: str, rejections: Sequence[Rejection]) -> bool:
     rest = raw[answer_start:answer_end]
     first_word = rest.split()[0] if rest.split() else ""
     thought = _thought(raw)
-    # A refused token may begin at the space before the answer (" 1961" after "Final:").
+    # A refused token may begin at the space before the answer (" 1961" after "Final:"). One that writes nothing
+    # to see (the end of the text, which decodes to "", or a line break) would have ended the answer, not begun
+    # another one.
     return any(
         answer_start - 1 <= offset < answer_start + max(len(first_word), 1)
+        and token.strip()
         and not _same_number(rest[: max(offset - answer_start, 0)] + token, first_word, thought)
         for offset, token in rejections
     )
