@@ -1,0 +1,203 @@
+"""Which questions of a run a change to the answer checks can reach: every Final of every trajectory, checked again.
+
+    python benchmarks/check_replay.py RUN_DIR [RUN_DIR ...] [--ids FILE] [--questions FILE] [--show]
+
+For each Final a run wrote, the one that stood and those refused, the verify strategy of the checkout this script
+is in decides again what becomes of it: the rewrite before the checks, the checks in their order (none on a step
+that may only answer), and the rewrite of an answer that stands. It is given the steps before it, the model's text
+and the grammar's refusals of that step as recorded, and the run's corpus, tools and options (config.json). Its
+decision (the reason of the refusal and the answer it refused, or the answer that stood) is compared with the one
+recorded. A question whose every Final is decided as recorded keeps its path under the change (a run at `--threads
+1` is deterministic), so only the others need running again: `--ids FILE` writes their ids one a line (for
+`three_corpora.py run --ids`), `--questions FILE` the questions in their dataset's format (JSONL lines or a HotpotQA
+JSON list, for `offline-agent eval`); `--show` prints each decision that differs.
+
+The script puts its own checkout first on sys.path (PYTHONPATH does not change which code it runs): to replay with
+a commit's checks, run the copy of the script in a worktree of that commit.
+
+Limits:
+- A check that decides with a model call of its own (`sides` and `same` weigh a yes/no or choice answer so) cannot
+  be decided without the model: such a Final is counted apart ("ask the model"), and it counts as reached only where
+  the run's decision came from a check before the one that asked (that check no longer refuses). The decision of
+  the check that asked, and of those after it, is taken to be the run's: a change to them needs a run.
+- What a refusal shows is not compared, only whether it refused, why and what: the documents it shows are looked
+  up again, but read_hop's reading of the refused answer's document (a model call after the decision) is left out.
+- A Final refused by an instruction planted in a document (`dictated`, before the checks) is decided as recorded.
+- The run's code must have recorded what this code reads: the steps' raw text and the grammar's refusals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]  # a run's relative pool is most often relative to the repository
+sys.path.insert(0, str(ROOT))
+
+from search_replay import write_questions  # noqa: E402  (its folder is the script's: on sys.path)
+
+from offline_agent.agents.react import LoopState  # noqa: E402
+from offline_agent.agents.settings import agent_settings  # noqa: E402
+from offline_agent.agents.step_runner import TurnResult  # noqa: E402
+from offline_agent.backends.scripted import ScriptedBackend  # noqa: E402
+from offline_agent.checks import FinalCheck  # noqa: E402
+from offline_agent.details import Rejection  # noqa: E402
+from offline_agent.grounding import Grounding  # noqa: E402
+from offline_agent.retrieval import open_corpus  # noqa: E402
+from offline_agent.steps import StepRecord, Trajectory  # noqa: E402
+from offline_agent.tools import DEFAULT_TOOLS, build_tools  # noqa: E402
+
+FINAL = "Final:"
+
+
+class AsksTheModel(Exception):
+    """A check asked the model: its decision, and those of the checks after it, cannot be replayed."""
+
+
+class Asking:
+    """A check that records its name as the one deciding, so that a model call it makes says which check asked."""
+
+    deciding = ""
+
+    def __init__(self, check: FinalCheck) -> None:
+        self.check = check
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.check, name)
+
+    def refuse(self, candidate: Any) -> Any:
+        Asking.deciding = self.check.name
+        return self.check.refuse(candidate)
+
+
+def written_final(raw: str) -> str | None:
+    """The answer of the Final line the model wrote in a step's raw text, as the step's parser reads it."""
+    at = raw.find(FINAL)
+    if at < 0:
+        return None
+    line = raw[at + len(FINAL) :].split("\n", 1)[0].strip()
+    return line or None
+
+
+def recorded_decision(step: dict[str, Any]) -> tuple[str, str]:
+    """("refused: REASON", the answer refused) or ("stood", the answer), as the run recorded the Final."""
+    refusal = (step.get("details") or {}).get("refusal")
+    if refusal:
+        return f"refused: {refusal['reason']}", refusal["answer"]
+    return "stood", step.get("final") or ""
+
+
+def replay(run: Path) -> dict[str, Any]:
+    """Per question of `run`: whether each of its Finals is decided as recorded (and the decisions that differ)."""
+    config = json.loads((run / "config.json").read_text())
+    corpus = config.get("corpus") or {}
+    pool = corpus.get("pool") if isinstance(corpus, dict) else None
+    if not pool:
+        raise SystemExit(f"{run}: the run's config.json names no pool to search")
+    settings = agent_settings(config.get("agent"), config.get("profile", "answer"), config.get("strategy_options"))
+    if not hasattr(settings.options, "read_hop"):
+        raise SystemExit(f"{run}: the run's strategy ({config.get('agent')}) has no answer checks to replay")
+    names = tuple(config.get("tools") or DEFAULT_TOOLS)
+    index = open_corpus(pool if Path(pool).exists() or not (ROOT / pool).exists() else ROOT / pool)
+    dataset = config.get("dataset") or {}
+    out: dict[str, Any] = {"changed": {}, "finals": 0, "model": 0, "counts": Counter()}
+    out["dataset"] = Path(dataset["path"] if isinstance(dataset, dict) else dataset)
+    for line in (run / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        tools = build_tools(index, names, settings.options.search_settings(), question=row["question"])
+        agent = settings.build(ScriptedBackend(), tools)
+        agent.read_off = agent.word = _asks_the_model  # type: ignore[method-assign]
+        pipeline = agent.pipeline
+        pipeline._read_alone = lambda *args, **kwargs: None  # type: ignore[method-assign]  # after the decision
+        order = [check.name for check in pipeline.checks]
+        pipeline.checks = tuple(Asking(check) for check in pipeline.checks)
+        steps = row["trajectory"]["steps"]
+        records = [StepRecord.from_dict(step, agent.details_type) for step in steps]
+        for position, step in enumerate(steps):
+            written = written_final(step.get("raw") or "")
+            if written is None:
+                continue
+            out["finals"] += 1
+            recorded = recorded_decision(step)
+            if recorded[0] == "refused: dictated":
+                continue
+            try:
+                replayed = decide(agent, row["question"], records[:position], step, written)
+            except AsksTheModel:
+                # Consistent so far where the run's decision was made by the check that asked or by none before it.
+                out["model"] += 1
+                reason = recorded[0].removeprefix("refused: ")
+                asked = Asking.deciding
+                if reason in order and order.index(reason) < order.index(asked):
+                    out["changed"].setdefault(str(row["id"]), []).append((position, recorded, (f"asks: {asked}", "")))
+                continue
+            out["counts"][recorded == replayed] += 1
+            if recorded != replayed:
+                out["changed"].setdefault(str(row["id"]), []).append((position, recorded, replayed))
+    return out
+
+
+def _asks_the_model(*args: Any, **kwargs: Any) -> str | None:
+    raise AsksTheModel
+
+
+def decide(agent: Any, question: str, before: list[StepRecord], step: dict[str, Any], written: str) -> tuple[str, str]:
+    """What `agent` does with the Final `written` on `step`, after the steps `before`: refuse it (and why), or let
+    it stand (and as what), as its loop would (react.py's review_step, check_final and final_answer)."""
+    trajectory = Trajectory(question=question, steps=list(before))
+    form = agent.new_form(question)
+    state = LoopState(trajectory, grounding=Grounding([], yes_no=False) if agent.options.grounded else None, form=form)
+    details = agent.details_type()
+    rejections: list[Rejection] = [
+        (int(offset), str(piece)) for offset, piece in (step.get("details") or {}).get("rejections") or []
+    ]
+    details.rejections = rejections or None
+    record = StepRecord(index=step["index"], raw=step.get("raw") or "", details=details)
+    record.final_only = bool(step.get("final_only"))
+    turn = TurnResult(rejections=rejections, last_rejections=rejections)
+    pipeline = agent.pipeline
+    answer = pipeline.rewrite(agent.candidate(state, record, written), before_checks=True)
+    if not record.final_only:
+        refusal = pipeline.review(agent.candidate(state, record, answer, turn))
+        if refusal is not None:
+            return f"refused: {refusal.reason}", answer
+    return "stood", pipeline.rewrite(agent.candidate(state, record, answer), before_checks=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (offline-agent eval --out)")
+    parser.add_argument("--ids", type=Path, help="write the reached questions' ids here, one a line")
+    parser.add_argument("--questions", type=Path, help="write the reached questions here, in their dataset's format")
+    parser.add_argument("--show", action="store_true", help="print each decision that differs")
+    args = parser.parse_args(argv)
+    reached: dict[str, Path] = {}
+    for run in args.runs:
+        found = replay(run)
+        same, differ = found["counts"][True], found["counts"][False]
+        print(
+            f"{run}: {found['finals']} Finals, {same} decided as recorded, {differ} otherwise, {found['model']} ask "
+            f"the model; {len(found['changed'])} questions reached"
+        )
+        if found["changed"]:
+            print("  " + " ".join(found["changed"]))
+        if args.show:
+            for qid, changes in found["changed"].items():
+                for position, recorded, replayed in changes:
+                    print(f"    {qid} step {position}: {recorded[0]} {recorded[1]!r} -> {replayed[0]} {replayed[1]!r}")
+        reached.update(dict.fromkeys(found["changed"], found["dataset"]))
+    if args.ids is not None:
+        args.ids.write_text("".join(f"{qid}\n" for qid in reached))
+    if args.questions is not None and reached:
+        write_questions(reached, args.questions)
+    elif args.questions is not None:
+        print(f"no question reached: {args.questions} not written")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
