@@ -13,7 +13,7 @@ Debian's postgresql-doc-15, which `scripts/install.sh --test` installs); and `sa
   stopped). `--code DIR` runs the package of another checkout (a `git worktree` of a commit, with the compiled
   kernels `offline_agent/retrieval/*.so` copied in): an eval imports some modules only when it first needs them,
   so editing this tree while a set runs would reach it. `--ids FILE` (one question id a line) runs only those
-  questions, for a rerun spliced over a whole set with `table --over`.
+  questions (a run left with none is not started), for a rerun spliced over a whole set with `table --over`.
 - `table` prints, per corpus, what the issue's tables report: EM, F1, EM by type, runs with a format error, steps
   and prompt tokens a question. With `--over BASE_SET`, each of SET's questions replaces BASE_SET's row of the same
   id and the rest are BASE_SET's: the figures of a whole run, where a change can only have reached the questions
@@ -57,22 +57,23 @@ CORPORA = {"dev200": ("deva", "devb"), "PostgreSQL": ("pg",), "sample": ("sample
 OFFLINE_AGENT = Path(sys.executable).with_name("offline-agent")
 
 
-def questions(name: str, folder: Path, ids: set[str] | None) -> Path:
-    """The questions file of run `name`, written under `folder` (the dev halves, or a subset by id)."""
+def questions(name: str, folder: Path, ids: set[str] | None) -> Path | None:
+    """The questions file of run `name`, written under `folder` (the dev halves, or a subset by id); None where the
+    ids leave none of its questions."""
     if name in ("deva", "devb"):
         rows = json.loads(DEV200.read_text())
         rows = rows[:100] if name == "deva" else rows[100:]
         rows = [row for row in rows if ids is None or row["_id"] in ids]
         path = folder / f"{name}.json"
         path.write_text(json.dumps(rows))
-        return path
+        return path if rows else None
     source = PG_QUESTIONS if name == "pg" else SAMPLE_QUESTIONS
     if ids is None:
         return source
     lines = [line for line in source.read_text().splitlines() if line.strip() and json.loads(line)["id"] in ids]
     path = folder / f"{name}.jsonl"
     path.write_text("".join(f"{line}\n" for line in lines))
-    return path
+    return path if lines else None
 
 
 def pool(name: str, pgdocs: str) -> str:
@@ -87,11 +88,12 @@ def run(args: argparse.Namespace) -> int:
     if "pg" in names and not is_index_dir(index_path(args.pgdocs_index)):
         subprocess.run([str(OFFLINE_AGENT), "index", str(PG_HTML), "--name", args.pgdocs_index], check=True)
     env = dict(os.environ, **({"PYTHONPATH": str(args.code.resolve())} if args.code else {}))
+    datasets = {name: questions(name, out / "questions", ids) for name in names}
+    names = [name for name in names if datasets[name] is not None]  # --ids may leave a run no question
     for pair in (names[i : i + 2] for i in range(0, len(names), 2)):
         running, logs = [], []
         for name in pair:
-            dataset = questions(name, out / "questions", ids)
-            command = [str(OFFLINE_AGENT), "eval", str(dataset), "--pool", pool(name, args.pgdocs_index)]
+            command = [str(OFFLINE_AGENT), "eval", str(datasets[name]), "--pool", pool(name, args.pgdocs_index)]
             command += ["--out", str(out / name), "--threads", "1"]
             logs.append((out / f"{name}.log").open("a"))
             running.append(subprocess.Popen(command, env=env, stdout=logs[-1], stderr=subprocess.STDOUT))

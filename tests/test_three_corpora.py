@@ -53,3 +53,15 @@ def test_an_unknown_run_name_is_a_usage_error(tmp_path: Path) -> None:
     error = "three_corpora.py: error: unknown run 'dev'; choose from deva, devb, pg, sample"
     assert done.stderr.splitlines()[-1] == error
     assert not (tmp_path / "set").exists()
+
+
+def test_ids_that_leave_a_run_no_question_leave_it_out(tmp_path: Path) -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import three_corpora
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    first = json.loads(three_corpora.SAMPLE_QUESTIONS.read_text().splitlines()[0])
+    subset = three_corpora.questions("sample", tmp_path, {first["id"], "pg001"})
+    assert subset is not None and [json.loads(line) for line in subset.read_text().splitlines()] == [first]
+    assert three_corpora.questions("sample", tmp_path, {"pg001"}) is None
