@@ -38,18 +38,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]  # a run's relative pool is most often relative to the repository
 sys.path.insert(0, str(ROOT))
 
-from search_replay import write_questions  # noqa: E402  (its folder is the script's: on sys.path)
+from search_replay import recorded_run, write_questions  # noqa: E402  (its folder is the script's: on sys.path)
 
 from offline_agent.agents.react import LoopState  # noqa: E402
-from offline_agent.agents.settings import agent_settings  # noqa: E402
 from offline_agent.agents.step_runner import TurnResult  # noqa: E402
 from offline_agent.backends.scripted import ScriptedBackend  # noqa: E402
 from offline_agent.checks import FinalCheck  # noqa: E402
 from offline_agent.details import Rejection  # noqa: E402
 from offline_agent.grounding import Grounding  # noqa: E402
-from offline_agent.retrieval import open_corpus  # noqa: E402
 from offline_agent.steps import StepRecord, Trajectory  # noqa: E402
-from offline_agent.tools import DEFAULT_TOOLS, build_tools  # noqa: E402
+from offline_agent.tools import build_tools  # noqa: E402
 
 FINAL = "Final:"
 
@@ -93,19 +91,10 @@ def recorded_decision(step: dict[str, Any]) -> tuple[str, str]:
 
 def replay(run: Path) -> dict[str, Any]:
     """Per question of `run`: whether each of its Finals is decided as recorded (and the decisions that differ)."""
-    config = json.loads((run / "config.json").read_text())
-    corpus = config.get("corpus") or {}
-    pool = corpus.get("pool") if isinstance(corpus, dict) else None
-    if not pool:
-        raise SystemExit(f"{run}: the run's config.json names no pool to search")
-    settings = agent_settings(config.get("agent"), config.get("profile", "answer"), config.get("strategy_options"))
+    settings, names, index, dataset = recorded_run(run)
     if not hasattr(settings.options, "read_hop"):
-        raise SystemExit(f"{run}: the run's strategy ({config.get('agent')}) has no answer checks to replay")
-    names = tuple(config.get("tools") or DEFAULT_TOOLS)
-    index = open_corpus(pool if Path(pool).exists() or not (ROOT / pool).exists() else ROOT / pool)
-    dataset = config.get("dataset") or {}
-    out: dict[str, Any] = {"changed": {}, "finals": 0, "model": 0, "counts": Counter()}
-    out["dataset"] = Path(dataset["path"] if isinstance(dataset, dict) else dataset)
+        raise SystemExit(f"{run}: the run's strategy ({settings.agent}) has no answer checks to replay")
+    out: dict[str, Any] = {"changed": {}, "finals": 0, "model": 0, "counts": Counter(), "dataset": dataset}
     for line in (run / "results.jsonl").read_text().splitlines():
         row = json.loads(line)
         tools = build_tools(index, names, settings.options.search_settings(), question=row["question"])

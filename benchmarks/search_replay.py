@@ -48,20 +48,27 @@ def same(recorded: str, replayed: str) -> bool:
     return recorded.endswith(CUT) and replayed.startswith(recorded[: -len(CUT)])
 
 
-def replay(run: Path) -> dict[str, Any]:
-    """Per question: whether every replayed Observation is as recorded, and whether the gold is shown before/after."""
+def recorded_run(run: Path) -> tuple[Any, tuple[str, ...], Any, Path]:
+    """What a run folder's config.json says it ran with: its agent settings, its tools' names, its corpus (opened)
+    and the path of its dataset."""
     config = json.loads((run / "config.json").read_text())
     corpus = config.get("corpus") or {}
     pool = corpus.get("pool") if isinstance(corpus, dict) else None
     if not pool:
         raise SystemExit(f"{run}: the run's config.json names no pool to search")
     settings = agent_settings(config.get("agent"), config.get("profile", "answer"), config.get("strategy_options"))
-    search_settings = settings.options.search_settings()
     names = tuple(config.get("tools") or DEFAULT_TOOLS)
     index = open_corpus(pool if Path(pool).exists() or not (ROOT / pool).exists() else ROOT / pool)
     dataset = config.get("dataset") or {}
+    return settings, names, index, Path(dataset["path"] if isinstance(dataset, dict) else dataset)
+
+
+def replay(run: Path) -> dict[str, Any]:
+    """Per question: whether every replayed Observation is as recorded, and whether the gold is shown before/after."""
+    settings, names, index, dataset = recorded_run(run)
+    search_settings = settings.options.search_settings()
     out: dict[str, Any] = {"changed": [], "shown_before": 0, "shown_after": 0, "questions": 0, "chars": [0, 0], "n": 0}
-    out["dataset"] = Path(dataset["path"] if isinstance(dataset, dict) else dataset)
+    out["dataset"] = dataset
     for line in (run / "results.jsonl").read_text().splitlines():
         row = json.loads(line)
         tools = build_tools(index, names, search_settings, question=row["question"])
