@@ -34,6 +34,7 @@ from observation_bench import holds  # noqa: E402  (its folder is the script's: 
 
 from offline_agent.agents.base import call_key  # noqa: E402
 from offline_agent.agents.settings import agent_settings  # noqa: E402
+from offline_agent.errors import ConfigError  # noqa: E402
 from offline_agent.retrieval import open_corpus  # noqa: E402
 from offline_agent.tools import DEFAULT_TOOLS, build_tools  # noqa: E402
 
@@ -51,12 +52,17 @@ def same(recorded: str, replayed: str) -> bool:
 def recorded_run(run: Path) -> tuple[Any, tuple[str, ...], Any, Path]:
     """What a run folder's config.json says it ran with: its agent settings, its tools' names, its corpus (opened)
     and the path of its dataset."""
+    if not (run / "config.json").is_file() or not (run / "results.jsonl").is_file():
+        raise SystemExit(f"{run}: not a run folder (offline-agent eval --out writes config.json and results.jsonl)")
     config = json.loads((run / "config.json").read_text())
     corpus = config.get("corpus") or {}
     pool = corpus.get("pool") if isinstance(corpus, dict) else None
     if not pool:
         raise SystemExit(f"{run}: the run's config.json names no pool to search")
-    settings = agent_settings(config.get("agent"), config.get("profile", "answer"), config.get("strategy_options"))
+    try:
+        settings = agent_settings(config.get("agent"), config.get("profile", "answer"), config.get("strategy_options"))
+    except ConfigError as error:  # a run of code with options this checkout lacks, or the other way round
+        raise SystemExit(f"{run}: its config.json does not fit this checkout: {error}") from None
     names = tuple(config.get("tools") or DEFAULT_TOOLS)
     index = open_corpus(pool if Path(pool).exists() or not (ROOT / pool).exists() else ROOT / pool)
     dataset = config.get("dataset") or {}

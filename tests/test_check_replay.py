@@ -70,3 +70,19 @@ def test_a_decision_the_checks_would_not_make_reaches_its_question(tiny_corpus: 
     assert "q1 step 3: refused: kind 'Vistula' -> stood 'Vistula'" in changed.stdout
     assert [json.loads(line) for line in (tmp_path / "reached.jsonl").read_text().splitlines()] == [QUESTIONS[0]]
     assert (tmp_path / "ids.txt").read_text() == "q1\n"
+
+
+def test_a_folder_that_is_no_run_or_no_verify_run_is_a_one_line_error(tiny_corpus: Path, tmp_path: Path) -> None:
+    missing = subprocess.run([sys.executable, str(REPLAY), str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 1
+    assert (
+        missing.stderr.strip()
+        == f"{tmp_path}: not a run folder (offline-agent eval --out writes config.json and results.jsonl)"
+    )
+    run = verify_run(tiny_corpus, tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    config["agent"] = "react"  # the verify options are then unknown, as for a run of code with other options
+    (run / "config.json").write_text(json.dumps(config))
+    other = subprocess.run([sys.executable, str(REPLAY), str(run)], capture_output=True, text=True)
+    assert other.returncode == 1 and len(other.stderr.strip().splitlines()) == 1
+    assert other.stderr.startswith(f"{run}: its config.json does not fit this checkout: unknown option")
