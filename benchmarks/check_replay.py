@@ -101,7 +101,7 @@ def replay(run: Path) -> dict[str, Any]:
         agent = settings.build(ScriptedBackend(), tools)
         agent.read_off = agent.word = _asks_the_model  # type: ignore[method-assign]
         pipeline = agent.pipeline
-        pipeline._read_alone = lambda *args, **kwargs: None  # type: ignore[method-assign]  # after the decision
+        pipeline.read_hop = False  # its reading of a refused answer's document comes after the decision
         order = [check.name for check in pipeline.checks]
         pipeline.checks = tuple(Asking(check) for check in pipeline.checks)
         steps = row["trajectory"]["steps"]
