@@ -73,7 +73,8 @@ class Asking:
 
 
 def written_final(raw: str) -> str | None:
-    """The answer of the Final line the model wrote in a step's raw text, as the step's parser reads it."""
+    """The answer the model wrote on the Final line of a step's raw text (the rest of the line, stripped); None for a
+    step with no Final."""
     at = raw.find(FINAL)
     if at < 0:
         return None
