@@ -22,7 +22,6 @@ Limits:
   the check that asked, and of those after it, is taken to be the run's: a change to them needs a run.
 - What a refusal shows is not compared, only whether it refused, why and what: the documents it shows are looked
   up again, but read_hop's reading of the refused answer's document (a model call after the decision) is left out.
-- A Final refused by an instruction planted in a document (`dictated`, before the checks) is decided as recorded.
 - The run's code must have recorded what this code reads: the steps' raw text and the grammar's refusals.
 """
 
@@ -46,10 +45,9 @@ from offline_agent.backends.scripted import ScriptedBackend  # noqa: E402
 from offline_agent.checks import FinalCheck  # noqa: E402
 from offline_agent.details import Rejection  # noqa: E402
 from offline_agent.grounding import Grounding  # noqa: E402
+from offline_agent.parse import StepParseError  # noqa: E402
 from offline_agent.steps import StepRecord, Trajectory  # noqa: E402
 from offline_agent.tools import build_tools  # noqa: E402
-
-FINAL = "Final:"
 
 
 class AsksTheModel(Exception):
@@ -70,16 +68,6 @@ class Asking:
     def refuse(self, candidate: Any) -> Any:
         Asking.deciding = self.check.name
         return self.check.refuse(candidate)
-
-
-def written_final(raw: str) -> str | None:
-    """The answer the model wrote on the Final line of a step's raw text (the rest of the line, stripped); None for a
-    step with no Final."""
-    at = raw.find(FINAL)
-    if at < 0:
-        return None
-    line = raw[at + len(FINAL) :].split("\n", 1)[0].strip()
-    return line or None
 
 
 def recorded_decision(step: dict[str, Any]) -> tuple[str, str]:
@@ -108,23 +96,20 @@ def replay(run: Path) -> dict[str, Any]:
         steps = row["trajectory"]["steps"]
         records = [StepRecord.from_dict(step, agent.details_type) for step in steps]
         for position, step in enumerate(steps):
-            written = written_final(step.get("raw") or "")
-            if written is None:
-                continue
-            out["finals"] += 1
             recorded = recorded_decision(step)
-            if recorded[0] == "refused: dictated":
-                continue
             try:
-                replayed = decide(agent, row["question"], records[:position], step, written)
+                replayed = decide(agent, row["question"], records[:position], step)
             except AsksTheModel:
                 # Consistent so far where the run's decision was made by the check that asked or by none before it.
+                out["finals"] += 1
                 out["model"] += 1
-                reason = recorded[0].removeprefix("refused: ")
-                asked = Asking.deciding
+                reason, asked = recorded[0].removeprefix("refused: "), Asking.deciding
                 if reason in order and order.index(reason) < order.index(asked):
                     out["changed"].setdefault(str(row["id"]), []).append((position, recorded, (f"asks: {asked}", "")))
                 continue
+            if replayed is None:  # no Final on this step
+                continue
+            out["finals"] += 1
             out["counts"][recorded == replayed] += 1
             if recorded != replayed:
                 out["changed"].setdefault(str(row["id"]), []).append((position, recorded, replayed))
@@ -135,27 +120,38 @@ def _asks_the_model(*args: Any, **kwargs: Any) -> str | None:
     raise AsksTheModel
 
 
-def decide(agent: Any, question: str, before: list[StepRecord], step: dict[str, Any], written: str) -> tuple[str, str]:
-    """What `agent` does with the Final `written` on `step`, after the steps `before`: refuse it (and why), or let
-    it stand (and as what), as its loop would (react.py's review_step, check_final and final_answer)."""
-    trajectory = Trajectory(question=question, steps=list(before))
+def decide(agent: Any, question: str, before: list[StepRecord], step: dict[str, Any]) -> tuple[str, str] | None:
+    """What `agent`'s loop does with the Final of `step` after the steps `before`, through the hooks its loop calls
+    (react.py: review_step, then dictated and check_final, except on a step that may only answer, then
+    final_answer): refused (and why, and what) or stood (and as what). None for a step with no Final."""
+    raw = step.get("raw") or ""
+    final_only = bool(step.get("final_only"))
+    try:
+        parsed = (agent.final_parser if final_only else agent.parser).parse(raw)
+    except StepParseError:
+        return None
+    if parsed.final is None:
+        return None
     form = agent.new_form(question)
-    state = LoopState(trajectory, grounding=Grounding([], yes_no=False) if agent.options.grounded else None, form=form)
+    grounding = Grounding([], yes_no=False) if agent.options.grounded else None
+    state = LoopState(Trajectory(question=question, steps=list(before)), grounding=grounding, form=form)
     details = agent.details_type()
     rejections: list[Rejection] = [
         (int(offset), str(piece)) for offset, piece in (step.get("details") or {}).get("rejections") or []
     ]
     details.rejections = rejections or None
-    record = StepRecord(index=step["index"], raw=step.get("raw") or "", details=details)
-    record.final_only = bool(step.get("final_only"))
+    record = StepRecord(index=step["index"], raw=raw, details=details, final_only=final_only)
     turn = TurnResult(rejections=rejections, last_rejections=rejections)
-    pipeline = agent.pipeline
-    answer = pipeline.rewrite(agent.candidate(state, record, written), before_checks=True)
-    if not record.final_only:
-        refusal = pipeline.review(agent.candidate(state, record, answer, turn))
-        if refusal is not None:
-            return f"refused: {refusal.reason}", answer
-    return "stood", pipeline.rewrite(agent.candidate(state, record, answer), before_checks=False)
+    reviewed = agent.review_step(state, record, parsed)
+    if reviewed is None:
+        return "refused by review_step", parsed.final
+    refusal = agent.dictated(state, record, reviewed) or (
+        None if final_only else agent.check_final(state, record, reviewed, turn)
+    )
+    if refusal is not None:
+        assert record.details is not None and record.details.refusal is not None
+        return f"refused: {record.details.refusal.reason}", record.details.refusal.answer
+    return "stood", agent.final_answer(state, record, reviewed)
 
 
 def main(argv: list[str] | None = None) -> int:
