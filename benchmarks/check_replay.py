@@ -18,7 +18,8 @@ a commit's checks, run the copy of the script in a worktree of that commit.
 Limits:
 - A check that decides with a model call of its own (`sides` and `same` weigh a yes/no or choice answer so) cannot
   be decided without the model: such a Final is counted apart ("ask the model"), and it counts as reached only where
-  the run's decision came from a check before the one that asked (that check no longer refuses). The decision of
+  the run's decision came from a check before the one that asked, or from a check this code does not have (that
+  check no longer refuses: so a check taken out reaches every Final it refused). The decision of
   the check that asked, and of those after it, is taken to be the run's: a change to them needs a run.
 - What a refusal shows is not compared, only whether it refused, why and what: the documents it shows are looked
   up again, but read_hop's reading of the refused answer's document (a model call after the decision) is left out.
@@ -100,11 +101,10 @@ def replay(run: Path) -> dict[str, Any]:
             try:
                 replayed = decide(agent, row["question"], records[:position], step)
             except AsksTheModel:
-                # Consistent so far where the run's decision was made by the check that asked or by none before it.
                 out["finals"] += 1
                 out["model"] += 1
-                reason, asked = recorded[0].removeprefix("refused: "), Asking.deciding
-                if reason in order and order.index(reason) < order.index(asked):
+                asked = Asking.deciding
+                if asking_reaches(recorded[0], asked, order):
                     out["changed"].setdefault(str(row["id"]), []).append((position, recorded, (f"asks: {asked}", "")))
                 continue
             if replayed is None:  # no Final on this step
@@ -114,6 +114,16 @@ def replay(run: Path) -> dict[str, Any]:
             if recorded != replayed:
                 out["changed"].setdefault(str(row["id"]), []).append((position, recorded, replayed))
     return out
+
+
+def asking_reaches(recorded: str, asked: str, order: list[str]) -> bool:
+    """Whether a Final that now reaches the check `asked` (which asks the model) was decided otherwise by the run:
+    refused by a check that this code runs before `asked`, or by one it no longer has. A Final that stood, or that
+    `asked` or a check after it refused, is taken to be decided as recorded (the model's call is not replayed)."""
+    if not recorded.startswith("refused: "):
+        return False
+    reason = recorded.removeprefix("refused: ")
+    return reason not in order or order.index(reason) < order.index(asked)
 
 
 def _asks_the_model(*args: Any, **kwargs: Any) -> str | None:

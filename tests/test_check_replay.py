@@ -86,3 +86,15 @@ def test_a_folder_that_is_no_run_or_no_verify_run_is_a_one_line_error(tiny_corpu
     other = subprocess.run([sys.executable, str(REPLAY), str(run)], capture_output=True, text=True)
     assert other.returncode == 1 and len(other.stderr.strip().splitlines()) == 1
     assert other.stderr.startswith(f"{run}: its config.json does not fit this checkout: unknown option")
+
+
+def test_a_final_that_now_asks_the_model_is_reached_where_a_check_before_or_one_taken_out_had_refused_it() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from check_replay import asking_reaches
+
+    order = ["unread", "one_side", "compare", "sides", "same"]
+    assert asking_reaches("refused: one_side", "sides", order)  # one_side refuses it no more
+    assert asking_reaches("refused: modifier", "sides", order)  # a check this code does not run
+    assert not asking_reaches("refused: sides", "sides", order)  # the model's call is taken as recorded
+    assert not asking_reaches("refused: same", "sides", order)
+    assert not asking_reaches("stood", "sides", order)
