@@ -32,6 +32,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,10 @@ def recorded_decision(step: dict[str, Any]) -> tuple[str, str]:
     return "stood", step.get("final") or ""
 
 
-def replay(run: Path) -> dict[str, Any]:
-    """Per question of `run`: whether each of its Finals is decided as recorded (and the decisions that differ)."""
-    settings, names, index, dataset = recorded_run(run)
+def replay(run: Path, options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Per question of `run`: whether each of its Finals is decided as recorded (and the decisions that differ),
+    by this checkout's checks under the run's options, with `options` over them."""
+    settings, names, index, dataset = recorded_run(run, options)
     if not hasattr(settings.options, "read_hop"):
         raise SystemExit(f"{run}: the run's strategy ({settings.agent}) has no answer checks to replay")
     out: dict[str, Any] = {"changed": {}, "finals": 0, "model": 0, "counts": Counter(), "dataset": dataset}
@@ -170,10 +172,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ids", type=Path, help="write the reached questions' ids here, one a line")
     parser.add_argument("--questions", type=Path, help="write the reached questions here, in their dataset's format")
     parser.add_argument("--show", action="store_true", help="print each decision that differs")
+    parser.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="decide as a run with this strategy option would (-o without=sides), repeatable",
+    )
     args = parser.parse_args(argv)
+    options = {}
+    for pair in args.option:
+        key, equals, value = pair.partition("=")
+        if not equals:
+            parser.error(f"-o takes KEY=VALUE, not {pair!r}")
+        options[key.strip()] = value
     reached: dict[str, Path] = {}
     for run in args.runs:
-        found = replay(run)
+        found = replay(run, options)
         same, differ = found["counts"][True], found["counts"][False]
         print(
             f"{run}: {found['finals']} Finals, {same} decided as recorded, {differ} otherwise, {found['model']} ask "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,9 @@ def same(recorded: str, replayed: str) -> bool:
     return recorded.endswith(CUT) and replayed.startswith(recorded[: -len(CUT)])
 
 
-def recorded_run(run: Path) -> tuple[Any, tuple[str, ...], Any, Path]:
-    """What a run folder's config.json says it ran with: its agent settings, its tools' names, its corpus (opened)
-    and the path of its dataset."""
+def recorded_run(run: Path, options: Mapping[str, str] | None = None) -> tuple[Any, tuple[str, ...], Any, Path]:
+    """What a run folder's config.json says it ran with: its agent settings (with `options` over its strategy
+    options, as `-o KEY=VALUE` gives them), its tools' names, its corpus (opened) and the path of its dataset."""
     if not (run / "config.json").is_file() or not (run / "results.jsonl").is_file():
         raise SystemExit(f"{run}: not a run folder (offline-agent eval --out writes config.json and results.jsonl)")
     config = json.loads((run / "config.json").read_text())
@@ -60,7 +61,8 @@ def recorded_run(run: Path) -> tuple[Any, tuple[str, ...], Any, Path]:
     if not pool:
         raise SystemExit(f"{run}: the run's config.json names no pool to search")
     try:
-        settings = agent_settings(config.get("agent"), config.get("profile", "answer"), config.get("strategy_options"))
+        chosen = {**(config.get("strategy_options") or {}), **(options or {})}
+        settings = agent_settings(config.get("agent"), config.get("profile", "answer"), chosen)
     except ConfigError as error:  # a run of code with options this checkout lacks, or the other way round
         raise SystemExit(f"{run}: its config.json does not fit this checkout: {error}") from None
     names = tuple(config.get("tools") or DEFAULT_TOOLS)

@@ -1,6 +1,6 @@
 """The three development corpora, run and compared together, as every change that touches answers is measured.
 
-    python benchmarks/three_corpora.py run SET [--code DIR] [--only NAMES] [--ids FILE]
+    python benchmarks/three_corpora.py run SET [--code DIR] [--only NAMES] [--ids FILE] [-o KEY=VALUE ...]
     python benchmarks/three_corpora.py table SET [--over BASE_SET]
     python benchmarks/three_corpora.py diff BASE_SET NEW_SET
 
@@ -14,6 +14,7 @@ Debian's postgresql-doc-15, which `scripts/install.sh --test` installs); and `sa
   kernels `offline_agent/retrieval/*.so` copied in): an eval imports some modules only when it first needs them,
   so editing this tree while a set runs would reach it. `--ids FILE` (one question id a line) runs only those
   questions (a run left with none is not started), for a rerun spliced over a whole set with `table --over`.
+  `-o KEY=VALUE` (repeatable) gives every eval a strategy option (`-o without=sides`: the checks left out).
 - `table` prints, per corpus, what the issue's tables report: EM, F1, EM by type, runs with a format error, steps
   and prompt tokens a question. With `--over BASE_SET`, each of SET's questions replaces BASE_SET's row of the same
   id and the rest are BASE_SET's: the figures of a whole run, where a change can only have reached the questions
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         running, logs = [], []
         for name in pair:
             command = [str(OFFLINE_AGENT), "eval", str(datasets[name]), "--pool", pool(name, args.pgdocs_index)]
-            command += ["--out", str(out / name), "--threads", "1"]
+            command += ["--out", str(out / name), "--threads", "1", *(f"-o{pair}" for pair in args.option)]
             logs.append((out / f"{name}.log").open("a"))
             running.append(subprocess.Popen(command, env=env, stdout=logs[-1], stderr=subprocess.STDOUT))
         codes = [process.wait() for process in running]
@@ -185,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     runner.add_argument("--only", default=",".join(RUNS), help=f"which of {', '.join(RUNS)} to run")
     runner.add_argument("--ids", type=Path, help="a file of question ids, one a line: run only those")
     runner.add_argument("--pgdocs-index", default="pgdocs", help="the manual's index (built where missing)")
+    runner.add_argument(
+        "-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="a strategy option for every eval"
+    )
     tabler = commands.add_parser("table", help="the issue's table of a set")
     tabler.add_argument("set", type=Path)
     tabler.add_argument("--over", type=Path, help="a whole set the questions of SET are spliced over")

@@ -281,6 +281,32 @@ def test_in_question_refuses_once_and_the_run_goes_on(tiny_index) -> None:
     assert "Observation: Marie Curie is named in the question" in backend.calls[2].prompt
 
 
+def test_a_check_left_out_refuses_nothing_and_the_others_still_run(tiny_index) -> None:
+    outputs = ["Thought: a\nAction: search[Marie Curie Warsaw]", "Thought: b\nFinal: Marie Curie"]
+    agent, _ = make(tiny_index, [*outputs, "Thought: c\nFinal: Warsaw"], without="in_question")
+    trajectory = agent.run("In which city was Marie Curie born?")
+    # Not refused as named in the question: the next check in the order, asks_for, refuses it (no city).
+    assert trajectory.steps[1].details.refusal.reason == "asks_for" and trajectory.answer == "Warsaw"
+    agent, _ = make(tiny_index, outputs, without="in_question,asks_for")
+    assert agent.run("In which city was Marie Curie born?").answer == "Marie Curie"
+    assert "in_question" not in [check.name for check in agent.pipeline.checks]
+    assert [check.name for check in agent.pipeline.checks][:2] == ["unread", "one_side"]
+    # A rewrite is named with _ for its spaces; both kinds in one list.
+    agent, _ = make(tiny_index, outputs, without="person_named, sides")
+    assert "person named" not in [rewrite.name for rewrite in agent.pipeline.rewrites]
+    assert "sides" not in [check.name for check in agent.pipeline.checks]
+
+
+def test_a_check_left_out_by_a_name_no_check_has_is_a_one_line_error(tiny_index) -> None:
+    from offline_agent.errors import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        make(tiny_index, [], without="in_questions")
+    message = str(error.value)
+    assert message.startswith("option without of strategy verify: no check or rewrite named in_questions; choose from ")
+    assert "in_question, referent" in message and "person_named" in message and "\n" not in message
+
+
 def test_the_same_answer_written_again_after_a_refusal_is_kept(tiny_index) -> None:
     agent, _ = make(
         tiny_index,

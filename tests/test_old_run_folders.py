@@ -75,7 +75,7 @@ def test_the_old_flat_settings_are_the_answer_profiles(old: Path) -> None:
         now = agent_settings(agent, **changed).flat()  # changed since (above)
         assert {key: recorded[key] for key in now} == now
         assert set(recorded) - set(now) == (
-            {"exclude_refused", "search_after_refusal", "read_hop", "action_graph"}
+            {"exclude_refused", "search_after_refusal", "read_hop", "without", "action_graph"}
             if agent == "react"
             else {"action_graph"}
         )

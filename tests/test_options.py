@@ -88,6 +88,7 @@ def test_each_strategy_declares_its_options_and_extends_its_parents() -> None:
         "exclude_refused",
         "search_after_refusal",
         "read_hop",
+        "without",
     }
     assert set(option_infos(KnowAgentOptions)) - set(option_infos(ReActOptions)) == {"action_graph"}
 
@@ -131,7 +132,7 @@ def test_values_parse_by_the_options_type(key: str, text: str, value: object) ->
             "unknown option 'read_hops' for strategy verify; choose from ['answer_form', 'exclude_refused', "
             "'first_search', 'fresh_calls', 'grounded', 'links', 'min_searches', 'observation_tokens', 'read_hop', "
             "'search_after_refusal', 'search_k', 'search_with_question', 'section_defaults', 'section_sentences', "
-            "'section_sentences_after', 'sentences', 'sentences_after', 'snippet', 'title_boost']",
+            "'section_sentences_after', 'sentences', 'sentences_after', 'snippet', 'title_boost', 'without']",
         ),
         ("react", ["read_hop=false"], "unknown option 'read_hop' for strategy react; choose from ['answer_form', "),
         (
@@ -144,6 +145,11 @@ def test_values_parse_by_the_options_type(key: str, text: str, value: object) ->
         ("react", ["snippet=all"], "option snippet of strategy react takes one of ['head', 'sentences'], not 'all'"),
         ("react", ["read_hop"], "-o takes KEY=VALUE, not 'read_hop'"),
         ("knowagent", ["action_graph=/no/such.toml"], "action graph /no/such.toml: cannot read it"),
+        (
+            "verify",
+            ["without=sides,nope"],
+            "option without of strategy verify: no check or rewrite named nope; choose from unread, one_side, ",
+        ),
     ],
 )
 def test_a_bad_option_is_one_line_that_says_what_is_valid(agent: str, pairs: list[str], message: str) -> None:

@@ -100,6 +100,11 @@ class Strategy:
     def setup(self) -> None:
         """Build what the strategy needs for every run (its grammars, its JSON calls), once the seam is built."""
 
+    @classmethod
+    def check_options(cls, options: StrategyOptions) -> None:
+        """A ConfigError for option values this strategy cannot run with, said before a model loads (each value's
+        own type and range are checked by its options type)."""
+
     # --- what identifies the run ------------------------------------------------------------------------------------
 
     @property

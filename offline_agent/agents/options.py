@@ -245,6 +245,9 @@ class VerifyOptions(ReActOptions):
         False,
         "With grounded: a Final refused as the entity on the way also asks its own document (or an entry shown) alone.",
     )
+    without: str = option(
+        "", "Answer checks and rewrites to leave out, by name, comma-separated (sides,same): see docs/answers.md."
+    )
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,7 @@ def agent_settings(
     merged.update(options or {})
     merged.update({key: value for key, value in values.items() if key in keys})
     made = make_options(kind, merged, owner=f"strategy {name}")
+    agent_class(name).check_options(made)
     return AgentSettings(name, chosen.name, RunConfig(**run), made)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from offline_agent.agents.options import VerifyOptions
+from offline_agent.agents.options import StrategyOptions, VerifyOptions
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import STOP_SEQUENCES, StepRunner, TurnResult
 from offline_agent.answer_form import answer_form
@@ -36,6 +36,7 @@ from offline_agent.backends.base import aside
 from offline_agent.checks import DEFAULT_CHECKS, DEFAULT_REWRITES, MAX_REFUSALS, Candidate, CheckPipeline
 from offline_agent.checks.base import refusals_of
 from offline_agent.checks.pairs import decided
+from offline_agent.checks.pipeline import leaving_out
 from offline_agent.checks.reading import refused_first_word
 from offline_agent.details import ToolDetails
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
@@ -62,12 +63,16 @@ class VerifyAgent(ReActAgent):
     checks = DEFAULT_CHECKS
     rewrites = DEFAULT_REWRITES
 
-    @property
-    def pipeline(self) -> CheckPipeline:
-        """The checks this run's Finals go through (made once per agent)."""
-        if getattr(self, "_pipeline", None) is None:
-            self._pipeline = CheckPipeline(self.checks, self.rewrites, read_hop=self.options.read_hop)
-        return self._pipeline
+    @classmethod
+    def check_options(cls, options: StrategyOptions) -> None:
+        assert isinstance(options, VerifyOptions)
+        leaving_out(options.without, cls.checks, cls.rewrites, owner=cls.name)
+
+    def setup(self) -> None:
+        super().setup()
+        # The checks this strategy's Finals go through; a name in `without` that none of them has is an error here.
+        checks, rewrites = leaving_out(self.options.without, self.checks, self.rewrites, owner=self.name)
+        self.pipeline = CheckPipeline(checks, rewrites, read_hop=self.options.read_hop)
 
     # --- the loop's hooks -------------------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from offline_agent.checks.reading import OneSide, Unread
 from offline_agent.checks.referents import Referent
 from offline_agent.checks.wording import InQuestion
 from offline_agent.details import RefusalDetails
+from offline_agent.errors import ConfigError
 from offline_agent.tools.titles import bare_title
 
 MAX_REFUSALS = 3
@@ -52,6 +53,42 @@ DEFAULT_CHECKS: tuple[FinalCheck, ...] = (
 )
 # The rewrites: the name part before the checks; after them, the first of the others that applies.
 DEFAULT_REWRITES: tuple[AnswerRewrite, ...] = (NamePartCut(), WholeDate(), Owner(), TypeNoun(), Unit())
+
+
+def key_of(name: str) -> str:
+    """How `-o without=` names a check or a rewrite: its name, with _ for a space ("person_named")."""
+    return name.replace(" ", "_")
+
+
+def check_keys(
+    checks: Sequence[FinalCheck] = DEFAULT_CHECKS, rewrites: Sequence[AnswerRewrite] = DEFAULT_REWRITES
+) -> tuple[str, ...]:
+    """The keys of the checks and then of the rewrites, in their order."""
+    return tuple(key_of(item.name) for item in (*checks, *rewrites))
+
+
+def split_keys(without: str) -> list[str]:
+    """The names of a comma-separated list (`-o without=sides,same`)."""
+    return [name.strip() for name in without.split(",") if name.strip()]
+
+
+def leaving_out(
+    without: str, checks: Sequence[FinalCheck], rewrites: Sequence[AnswerRewrite], *, owner: str = "verify"
+) -> tuple[tuple[FinalCheck, ...], tuple[AnswerRewrite, ...]]:
+    """`checks` and `rewrites` without those `without` names (comma-separated keys, as `key_of` writes them); a
+    name none of them has is a ConfigError that lists theirs (`owner` is the strategy that reads the option)."""
+    names = set(split_keys(without))
+    keys = check_keys(checks, rewrites)
+    unknown = [name for name in split_keys(without) if name not in keys]
+    if unknown:
+        raise ConfigError(
+            f"option without of strategy {owner}: no check or rewrite named {', '.join(unknown)}; "
+            f"choose from {', '.join(keys)}"
+        )
+    return (
+        tuple(check for check in checks if key_of(check.name) not in names),
+        tuple(rewrite for rewrite in rewrites if key_of(rewrite.name) not in names),
+    )
 
 
 class CheckPipeline:

@@ -75,6 +75,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.section_sentences": 0,
     "agent_config.section_defaults": False,
     "agent_config.search_with_question": False,
+    "agent_config.without": "",
     "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }
 
