@@ -1,14 +1,15 @@
 """Each answer check and rewrite left out in turn, on the three development corpora: what it costs to be without it.
 
-    python benchmarks/check_ablation.py BASE_SET OUT [--only KEYS] [--pgdocs-index NAME] [--show]
+    python benchmarks/check_ablation.py BASE_SET OUT [--only KEYS] [--pgdocs-index NAME] [--show] [--table]
 
 BASE_SET is a set of `three_corpora.py` (four run folders of the default agent at `--threads 1`, made with this
-checkout's code). For each check and rewrite (`-o without=KEY`; `--only` names some), `check_replay.py`'s replay
-finds the questions whose Finals would be decided otherwise without it: every other question keeps its path. Those
-questions are run again with `-o without=KEY` (two evals at a time, under OUT/KEY, resumable) and spliced over
-BASE_SET, and a row per key prints, per corpus, EM with the questions that turned right (+) and wrong (-), the sum
-of the right answers over the three, and the prompt tokens a question on dev200. `--show` lists each answer that
-turned. With no question reached a key's row is BASE_SET's own.
+checkout's code). For each check and rewrite (`-o without=KEY`; `--only` names some, and `a+b` leaves a family out
+together), `check_replay.py`'s replay finds the questions whose Finals would be decided otherwise without it:
+every other question keeps its path. Those questions are run again with `-o without=KEY` (two evals at a time,
+under OUT/KEY, resumable) and spliced over BASE_SET. A row per key prints, per corpus, EM with the questions that
+turned right (+) and wrong (-), the sum of the right answers over the three, and the prompt tokens a question on
+dev200. `--show` lists each answer that turned; `--table` only prints the rows of the runs under OUT. With no
+question reached, a key's row is BASE_SET's own.
 
 A check that pays lowers some corpus when it is left out; one whose row lowers none and raises the sum does not
 pay, and goes.
@@ -29,12 +30,17 @@ from three_corpora import CORPORA, OFFLINE_AGENT, RUNS, pool, questions, rows_of
 from offline_agent.checks.pipeline import check_keys  # noqa: E402
 
 
+def without(key: str) -> str:
+    """The `-o without=` value of a row's key: one check or rewrite, or several joined by + (left out together)."""
+    return key.replace("+", ",")
+
+
 def reached(base: Path, key: str) -> set[str]:
     """The ids of BASE's questions whose Finals are decided otherwise without `key`."""
     ids: set[str] = set()
     for name in RUNS:
         if (base / name).exists():  # a set may lack a run
-            ids.update(replay(base / name, {"without": key})["changed"])
+            ids.update(replay(base / name, {"without": without(key)})["changed"])
     return ids
 
 
@@ -56,7 +62,7 @@ def jobs(base: Path, out: Path, keys: list[str]) -> list[tuple[str, str, Path]]:
 def run_one(out: Path, pgdocs: str, job: tuple[str, str, Path]) -> int:
     key, name, dataset = job
     command = [str(OFFLINE_AGENT), "eval", str(dataset), "--pool", pool(name, pgdocs)]
-    command += ["--out", str(out / key / name), "--threads", "1", "-o", f"without={key}"]
+    command += ["--out", str(out / key / name), "--threads", "1", "-o", f"without={without(key)}"]
     with (out / key / f"{name}.log").open("a") as log:
         return subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
 
@@ -102,13 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base", type=Path, help="a whole set of three_corpora.py, made with this checkout's code")
     parser.add_argument("out", type=Path, help="where each key's reruns go (OUT/KEY/deva, ...)")
-    parser.add_argument("--only", help=f"comma-separated keys (default: all of {', '.join(check_keys())})")
+    parser.add_argument(
+        "--only",
+        help=f"comma-separated keys, a row each; a+b leaves both out together (default: {', '.join(check_keys())})",
+    )
     parser.add_argument("--pgdocs-index", default="pgdocs", help="the manual's index (as BASE_SET's pg run used)")
     parser.add_argument("--show", action="store_true", help="list each answer that turned")
     parser.add_argument("--table", action="store_true", help="only print the table of the runs under OUT")
     args = parser.parse_args(argv)
     keys = args.only.split(",") if args.only else list(check_keys())
-    unknown = [key for key in keys if key not in check_keys()]
+    unknown = [name for key in keys for name in key.split("+") if name not in check_keys()]
     if unknown:
         parser.error(f"no check or rewrite named {', '.join(unknown)}; choose from {', '.join(check_keys())}")
     if not any((args.base / name).exists() for name in RUNS):
