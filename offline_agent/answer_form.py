@@ -236,11 +236,6 @@ _NUMBER = re.compile(
 )
 
 
-def _singular(word: str) -> str:
-    """A word less a plural "s" ("tuples" -> "tuple"; "bytes" -> "byte"; "class" stays)."""
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
 @dataclass(frozen=True)
 class AnswerForm:
     """The form of one question's answer: its kind, and the question (the source of a choice's options)."""
@@ -276,9 +271,9 @@ class AnswerForm:
         issue of Nugget" for "How many copies ... sold?")."""
         if self.wants != "number" or not answer.strip().isdigit():
             return False
-        asked = {_singular(word) for word in _WORD_PARTS.findall(self.question.casefold())} - _COUNT_LINKS
+        asked = {singular(word) for word in _WORD_PARTS.findall(self.question.casefold())} - _COUNT_LINKS
         after = re.compile(rf"(?<![\w.,]){re.escape(answer.strip())}\s+([^\W\d_]+)", re.IGNORECASE)
-        return any(_singular(found.casefold()) in asked for found in after.findall(sentence))
+        return any(singular(found.casefold()) in asked for found in after.findall(sentence))
 
     @property
     def type_of(self) -> str | None:
@@ -295,7 +290,7 @@ class AnswerForm:
         noun = self.type_of
         if noun is None:
             return None
-        stem = _singular(noun)
+        stem = singular(noun)
         if stem in _singular_words(answer):
             return None
         written = answer.strip()
@@ -352,7 +347,7 @@ class AnswerForm:
     def about_a_place(self) -> bool:
         """Whether the question asks where, or for a place, or describes one on the way ("what county", "the city
         where ..."): then an answer may name a document titled with its region ("McLean, Virginia")."""
-        kinds = {_singular(kind) for kind in (*self.asks_for, *self.described)}
+        kinds = {singular(kind) for kind in (*self.asks_for, *self.described)}
         return bool(kinds & _PLACES) or bool(_WHERE.match(self.question))
 
     def owner(self, answer: str) -> str | None:
@@ -497,7 +492,7 @@ def _predicate(text: str) -> str:
 
 def _singular_words(text: str) -> set[str]:
     """The words of `text`, in lower case and their singular."""
-    return {_singular(word.lower()) for word in _WORD.findall(text)}
+    return {singular(word.lower()) for word in _WORD.findall(text)}
 
 
 def _names_kind(text: str, kinds: tuple[str, ...]) -> str | None:
@@ -505,8 +500,8 @@ def _names_kind(text: str, kinds: tuple[str, ...]) -> str | None:
     compared in its singular too, as the text's words are)."""
     words = _singular_words(text)
     for kind in kinds:
-        singular = _singular(kind)
-        if singular in words or words.intersection(map(_singular, _ALSO_CALLED.get(singular, ()))):
+        one = singular(kind)
+        if one in words or words.intersection(map(singular, _ALSO_CALLED.get(one, ()))):
             return kind
     return None
 
@@ -537,12 +532,12 @@ def _looks_like_a_verb(word: str, after: list[str]) -> bool:
     return ends_like_a_verb and bool(after) and after[0].lower() in _VERB_OBJECTS
 
 
-# Nouns whose plural is the singular: the rules of _singular would cut "series" to "sery", and a document that says
+# Nouns whose plural is the singular: the rules of singular would cut "series" to "sery", and a document that says
 # it is "a television series" would not be the show a question asks for.
 _SAME_IN_PLURAL = frozenset(["series", "species", "news", "means", "headquarters", "crossroads"])
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
     """A crude singular, enough to match "rivers" with "river" and "churches" with "church"; a word the same in
     both numbers ("series") or ending in -us or -is ("campus", "metropolis") is kept whole, not cut to "sery"."""
     if word in _SAME_IN_PLURAL or word.endswith(("us", "is")):
