@@ -1086,13 +1086,15 @@ def test_read_hop_shows_nothing_the_first_checks_would_refuse(tiny_index) -> Non
         "Thought: a\nAction: search[Warsaw]",
         "Thought: b\nFinal: Warsaw",
         "Final: Poland",  # read alone, the model names what the question already says
+        "Final: Marie Curie",  # asked once more without it, again
         "Thought: c\nFinal: Vistula",
     ]
     agent, backend = make(tiny_index, outputs, read_hop=True, exclude_refused=True)
     trajectory = agent.run("Which river of Poland flows through the birth city of Marie Curie?")
     assert len(backend.calls[2].prompt) and "Read alone" not in trajectory.steps[1].observation
+    assert backend.calls[3].prompt == backend.calls[2].prompt and trajectory.answer == "Vistula"
     assert "\nIts own document:\n[1] Warsaw: " in trajectory.steps[1].observation
-    without, plain = make(tiny_index, [outputs[0], outputs[1], *outputs[3:]], exclude_refused=True)
+    without, plain = make(tiny_index, [outputs[0], outputs[1], *outputs[4:]], exclude_refused=True)
     assert without.run("Which river flows through the birth city of Marie Curie?").answer == "Vistula"
     assert len(plain.calls) == 3  # read_hop off: no call of its own
 

@@ -7,6 +7,16 @@ falls back on, now "200" from vacuum_cost_limit's entry; "pg_archivecleanup" for
 an archive_cleanup_command names only print, now "-n" from its Options; and "64" (max_locks_per_transaction's own
 default) for the default of the parameter the lock table is sized by besides max_connections, now "zero" from
 max_prepared_transactions' entry (with unread letting "0" meant for "zero" stand where the thought writes "zero").
+
+`referred` asks the same of a question that names no entry holding the answer. On the manual it reaches four
+questions the defaults answer wrong and no other (benchmarks/README.md, stop 69), the cases the tests below are
+made of: "4", the logical replication workers' own default, for the default of the pool they are taken from
+(max_worker_processes, 8); "8MB", temp_buffers' default, for the memory setting wal_buffers is a fraction of
+(shared_buffers, 128MB); "1" from "njobs + 1 connections" for the default of the setting parallel jobs must keep
+high enough (max_connections, 100); and "string", the type of recovery_target_name, for the type the function
+that creates a named restore point returns (pg_create_restore_point, pg_lsn). The right answers it must let stand
+are made of the manual's too: "100" read as "The default target value is 100." for default_statistics_target,
+"60" in pg_promote's own row, "RFC 7677" in the entry of scram-sha-256, which the way sentence writes.
 """
 
 from __future__ import annotations
@@ -15,7 +25,14 @@ import pytest
 from test_answer_checks import index_of, make
 
 from offline_agent.answer_form import answer_form
-from offline_agent.checks.referents import code_names, entry_names, shown_lines, written_in
+from offline_agent.checks.referents import (
+    code_names,
+    content_words,
+    entry_names,
+    shown_lines,
+    way_sentence,
+    written_in,
+)
 from offline_agent.grammar import GbnfChecker
 
 
@@ -173,3 +190,161 @@ def test_with_read_hop_the_model_also_answers_from_the_entry_shown_alone(tmp_pat
     assert "Document:\nvacuum_cost_limit: [1] Resource Consumption > vacuum_cost_limit (integer):" in read.prompt
     assert "Question: What is vacuum_cost_limit's default value?\nvacuum_cost_limit is a step on the way" in read.prompt
     assert trajectory.answer == "200"
+
+
+WORKERS = {
+    "replication.md": "# Replication\n\n## max_logical_replication_workers (integer)\n\nSpecifies the most logical "
+    "replication workers. Logical replication workers are taken from the pool defined by max_worker_processes. "
+    "The default value is 4.\n",
+    "resources.md": "# Resource Consumption\n\n## max_worker_processes (integer)\n\nSets the most background "
+    "processes that the system can support. The default is 8.\n\n## default_statistics_target (integer)\n\n"
+    "Sets the statistics target for table columns that have none of their own.\n",
+    "analyze.md": "# ANALYZE\n\n## Notes\n\nThe default target value is 100, but it can be raised for better "
+    "planner estimates.\n",
+    "vacuumdb.md": "# vacuumdb\n\n## --analyze-in-stages\n\nRun three stages of analyze; the first stage uses the "
+    "lowest possible statistics target (see default_statistics_target) to produce usable planner statistics "
+    "faster.\n",
+}
+POOL = (
+    "Logical replication workers are taken from a pool that another server parameter defines. What is that "
+    "parameter's default?"
+)
+
+
+def test_the_way_is_the_sentence_read_that_says_most_of_what_the_question_says() -> None:
+    lines = [
+        (
+            "Replication > max_logical_replication_workers (integer)",
+            "Specifies the most logical replication "
+            "workers. Logical replication workers are taken from the pool defined by max_worker_processes.",
+        ),
+        ("Resource Consumption > max_worker_processes (integer)", "Sets the most background processes."),
+    ]
+    way = "Logical replication workers are taken from a pool that another server parameter defines."
+    assert way_sentence(lines, way) == (
+        "Replication > max_logical_replication_workers (integer)",
+        "Logical replication workers are taken from the pool defined by max_worker_processes.",
+    )
+    # fewer than MIN_SHARED words in common: no way
+    assert way_sentence(lines, "A pool of workers.") is None
+    assert content_words("The workers are taken from max_worker_processes.") == {
+        "worker",
+        "taken",
+        "max_worker_processes",
+    }
+
+
+def test_referred_refuses_what_the_way_entry_says_and_shows_the_entry_it_refers_to(tmp_path) -> None:
+    index = index_of(tmp_path / "manual", WORKERS)
+    outputs = [
+        "Thought: a\nAction: search[logical replication workers pool]",
+        "Thought: b\nFinal: 4",
+        "Thought: c\nFinal: 8",
+    ]
+    agent, backend = make(index, outputs, search_k=1, exclude_refused=True)
+    trajectory = agent.run(POOL)
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "referred" and refused.details.refusal.answer == "4"
+    assert refused.observation.startswith(
+        "4 is not what you read about that parameter. The text that says what the question says names it: "
+        '"Logical replication workers are taken from the pool defined by max_worker_processes." Its entry, '
+        "max_worker_processes:\n[1] Resource Consumption > max_worker_processes (integer): "
+    )
+    assert "The default is 8." in refused.observation
+    # the way sentence is a guess: the refused answer may still be written (it is not excluded)
+    grammar = GbnfChecker(backend.calls[2].grammar)
+    assert grammar.accepts("Thought: c\nFinal: 8\n") and grammar.accepts("Thought: c\nFinal: 4\n")
+    assert trajectory.answer == "8" and trajectory.steps[2].details.refusal is None
+
+
+def test_referred_lets_stand_an_answer_read_of_the_thing_referred_to(tmp_path) -> None:
+    index = index_of(tmp_path / "manual", WORKERS)
+    # read in the entry the way sentence refers to
+    outputs = [
+        "Thought: a\nAction: search[logical replication workers pool]",
+        "Thought: b\nAction: search[max_worker_processes default]",
+        "Thought: c\nFinal: 8",
+    ]
+    agent, _ = make(index, outputs, search_k=1)
+    trajectory = agent.run(POOL)
+    assert trajectory.answer == "8" and trajectory.steps[2].details.refusal is None
+    # read in a sentence that writes most of the words of the name: "default target" of default_statistics_target
+    stages = (
+        "vacuumdb --analyze-in-stages starts with the lowest possible statistics target of a planner setting. "
+        "What is the default of that setting?"
+    )
+    outputs = [
+        "Thought: a\nAction: search[vacuumdb analyze in stages lowest statistics target]",
+        "Thought: b\nAction: search[ANALYZE default target value]",
+        "Thought: c\nFinal: 100",
+    ]
+    agent, _ = make(index, outputs, search_k=1)
+    trajectory = agent.run(stages)
+    assert trajectory.answer == "100" and trajectory.steps[2].details.refusal is None
+    # the same number in a sentence that names nothing of it is refused, and default_statistics_target's entry shown
+    plain = {**WORKERS, "analyze.md": "# ANALYZE\n\n## Notes\n\nThe value is 100 or more on most systems.\n"}
+    agent, _ = make(index_of(tmp_path / "plain", plain), [*outputs, "Thought: d\nFinal: 100"], search_k=1)
+    refused = agent.run(stages).steps[2]
+    assert refused.details.refusal.reason == "referred" and "Its entry, default_statistics_target:" in (
+        refused.observation
+    )
+    # the question names the entry that holds the answer: referent's case, not this one's
+    outputs = ["Thought: a\nAction: search[max_logical_replication_workers]", "Thought: b\nFinal: 4"]
+    agent, _ = make(index, outputs, search_k=1, without="referent")
+    trajectory = agent.run(
+        "max_logical_replication_workers takes its workers from a pool another parameter defines. What is that "
+        "parameter's default?"
+    )
+    assert trajectory.answer == "4" and trajectory.steps[1].details.refusal is None
+
+
+RESTORE = {
+    "recovery.md": "# Write Ahead Log\n\n## Recovery Target\n\n### recovery_target_name (string)\n\nThis parameter "
+    "specifies the named restore point (created with pg_create_restore_point()) to which recovery will proceed.\n",
+    "functions.md": "# System Administration Functions\n\n## Backup Control Functions\n\nThe functions below control "
+    "backups. pg_create_restore_point ( name text ) returns pg_lsn and creates a named marker record in the "
+    "write-ahead log.\n",
+    "restore.md": "# pg_restore\n\npg_restore restores a database from an archive file, a named point of a dump.\n",
+}
+
+
+def test_referred_shows_a_name_a_manual_writes_only_in_prose_or_a_table(tmp_path) -> None:
+    # The function has no entry of its own: the line that writes its name is shown, not the first line found.
+    index = index_of(tmp_path / "manual", RESTORE)
+    outputs = [
+        "Thought: a\nAction: search[recovery_target_name named restore point]",
+        "Thought: b\nFinal: string",
+        "Thought: c\nFinal: pg_lsn",
+    ]
+    agent, _ = make(index, outputs, search_k=1)
+    trajectory = agent.run(
+        "recovery_target_name refers to a named restore point created by a certain function. What data type does "
+        "that function return?"
+    )
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "referred" and refused.details.tool.titles == [
+        "System Administration Functions"
+    ]
+    assert "Its entry, pg_create_restore_point:\n[1] System Administration Functions > Backup Control Functions:" in (
+        refused.observation
+    )
+    assert trajectory.answer == "pg_lsn"
+
+
+def test_a_read_alone_that_repeats_the_question_is_asked_once_more_without_it(tmp_path) -> None:
+    index = index_of(tmp_path / "manual", MANUAL)
+    outputs = [
+        "Thought: a\nAction: search[autovacuum_vacuum_cost_limit]",
+        "Thought: b\nFinal: -1",
+        "Final: The default value",  # the words the entry's sentence opens with, which are the question's
+        "Final: 200",
+        "Thought: c\nFinal: 200",
+    ]
+    agent, backend = make(index, outputs, search_k=1, exclude_refused=True, read_hop=True)
+    trajectory = agent.run(FALLS_BACK)
+    assert trajectory.steps[1].observation.endswith(
+        'Read alone for the question, its document answers "200": The default value is 200.'
+    )
+    first, again = GbnfChecker(backend.calls[2].grammar), GbnfChecker(backend.calls[3].grammar)
+    assert first.accepts("Final: The default value\n") and not again.accepts("Final: The default value\n")
+    assert again.accepts("Final: 200\n") and trajectory.answer == "200"

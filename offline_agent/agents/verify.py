@@ -26,6 +26,7 @@ how to go on after one (prompt_files/verify_*.txt).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from offline_agent.agents.options import StrategyOptions, VerifyOptions
@@ -186,9 +187,11 @@ class VerifyAgent(ReActAgent):
         StepRunner.add_cost(candidate.record, result)
         return result.value
 
-    def read_off(self, candidate: Candidate, text: str, system: str, user: str) -> str | None:
+    def read_off(
+        self, candidate: Candidate, text: str, system: str, user: str, exclude: Sequence[str] = ()
+    ) -> str | None:
         grounding = Grounding([text], yes_no=False)
-        for refused in candidate.excluded():
+        for refused in [*candidate.excluded(), *exclude]:
             grounding.exclude(refused)
         if grounding.is_empty:
             return None

@@ -71,9 +71,11 @@ class CheckHost(Protocol):
         """The model's one word of `words` to `user`, in a call of its own; None when it gave none."""
         ...
 
-    def read_off(self, candidate: Candidate, text: str, system: str, user: str) -> str | None:
+    def read_off(
+        self, candidate: Candidate, text: str, system: str, user: str, exclude: Sequence[str] = ()
+    ) -> str | None:
         """The model's answer to `user` (which shows one document, `text`) under a grammar of that document's spans,
-        less the answers the run refused as wrong; None when it gave none."""
+        less the answers the run refused as wrong and those of `exclude`; None when it gave none."""
         ...
 
 

@@ -27,7 +27,7 @@ from offline_agent.checks.names import NamePartCut, Owner
 from offline_agent.checks.pairs import Compare, Same, Shared, Sides
 from offline_agent.checks.quantities import Unit
 from offline_agent.checks.reading import OneSide, Unread
-from offline_agent.checks.referents import Referent
+from offline_agent.checks.referents import Referent, Referred
 from offline_agent.checks.wording import InQuestion
 from offline_agent.details import RefusalDetails
 from offline_agent.errors import ConfigError
@@ -45,6 +45,7 @@ DEFAULT_CHECKS: tuple[FinalCheck, ...] = (
     Same(),
     InQuestion(),
     Referent(),
+    Referred(),
     Kind(),
     Event(),
     Shared(),
@@ -181,11 +182,22 @@ class CheckPipeline:
             return None
         host = candidate.host
         user = texts()["read_user"].format(title=name, text=text, question=question, name=bare_title(name))
-        found = host.read_off(candidate, text, texts()["read_system"], user)
-        if not found or in_question(found, question) or in_question(found, candidate.question):
+        system = texts()["read_system"]
+        found = host.read_off(candidate, text, system, user)
+        if found and _repeats(found, question, candidate.question):
+            # The model copied the words the document's sentence opens with, which are the question's ("The
+            # default" of "The default is 8." for "What is max_worker_processes's default?"): asked once more
+            # without them, it reads on to what the sentence says.
+            found = host.read_off(candidate, text, system, user, exclude=(found,))
+        if not found or _repeats(found, question, candidate.question):
             return None
         if not candidate.form.fits(found):
             return None
         sentence = sentence_with(text, found)
         host.read(candidate, sentence)
         return texts()["read"].format(found=found, sentence=sentence)
+
+
+def _repeats(found: str, *questions: str) -> bool:
+    """Whether an answer read off a document repeats the words of one of `questions`."""
+    return any(in_question(found, question) for question in questions)
