@@ -9,13 +9,13 @@ default) for the default of the parameter the lock table is sized by besides max
 max_prepared_transactions' entry (with unread letting "0" meant for "zero" stand where the thought writes "zero").
 
 `referred` asks the same of a question that names no entry holding the answer. On the manual it reaches four
-questions the defaults answer wrong and no other (benchmarks/README.md, stop 69), the cases the tests below are
-made of: "4", the logical replication workers' own default, for the default of the pool they are taken from
-(max_worker_processes, 8); "8MB", temp_buffers' default, for the memory setting wal_buffers is a fraction of
-(shared_buffers, 128MB); "1" from "njobs + 1 connections" for the default of the setting parallel jobs must keep
-high enough (max_connections, 100); and "string", the type of recovery_target_name, for the type the function
-that creates a named restore point returns (pg_create_restore_point, pg_lsn). The right answers it must let stand
-are made of the manual's too: "100" read as "The default target value is 100." for default_statistics_target,
+questions the defaults answer wrong and no other, and turns the first three below right (benchmarks/README.md, stop
+69); the tests below are made of the four: "4", the logical replication workers' own default, for the default of the
+pool they are taken from (max_worker_processes, 8); "8MB", temp_buffers' default, for the memory setting wal_buffers
+is a fraction of (shared_buffers, 128MB); "1" from "njobs + 1 connections" for the default of the setting parallel
+jobs must keep high enough (max_connections, 100); and "string", the type of recovery_target_name, for the type the
+function that creates a named restore point returns (pg_create_restore_point, pg_lsn). The right answers it must let
+stand are made of the manual's too: "100" read as "The default target value is 100." for default_statistics_target,
 "60" in pg_promote's own row, "RFC 7677" in the entry of scram-sha-256, which the way sentence writes.
 """
 
@@ -348,3 +348,45 @@ def test_a_read_alone_that_repeats_the_question_is_asked_once_more_without_it(tm
     first, again = GbnfChecker(backend.calls[2].grammar), GbnfChecker(backend.calls[3].grammar)
     assert first.accepts("Final: The default value\n") and not again.accepts("Final: The default value\n")
     assert again.accepts("Final: 200\n") and trajectory.answer == "200"
+
+
+def test_referred_lets_stand_an_answer_whose_sentence_or_entry_names_what_the_way_refers_to(tmp_path) -> None:
+    # The answer's sentence writes the name (a row of a table of functions, of no entry of its own).
+    promote = {
+        "standby.md": "# Replication\n\n## Standby Servers\n\n### promote_trigger_file (string)\n\nSpecifies a "
+        "trigger file whose presence ends recovery in the standby. Even if this value is not set, you can still "
+        "promote the standby using pg_ctl promote or calling pg_promote().\n",
+        "functions.md": "# System Administration Functions\n\n## Recovery Control Functions\n\npg_promote ( wait "
+        "boolean DEFAULT true, wait_seconds integer DEFAULT 60 ) promotes a standby server to primary status.\n",
+    }
+    outputs = [
+        "Thought: a\nAction: search[promote_trigger_file]",
+        "Thought: b\nAction: search[pg_promote wait seconds]",
+        "Thought: c\nFinal: 60",
+    ]
+    agent, _ = make(index_of(tmp_path / "promote", promote), outputs, search_k=1)
+    trajectory = agent.run(
+        "The promote_trigger_file docs say that, besides pg_ctl promote, a standby can be promoted by calling an SQL "
+        "function. How many seconds does that function wait by default?"
+    )
+    assert trajectory.answer == "60" and trajectory.steps[2].details.refusal is None
+    # The answer is read in the entry of a thing the way sentence writes, a value and no name in code.
+    auth = {
+        "auth.md": "# Password Authentication\n\nTo upgrade an existing installation from md5, set "
+        "password_encryption = 'scram-sha-256', the default method for new passwords, in postgresql.conf.\n\n"
+        "## scram-sha-256\n\nThe method scram-sha-256 performs SCRAM-SHA-256 authentication, as described in "
+        "RFC 7677.\n",
+        "config.md": "# Connections and Authentication\n\n## password_encryption (enum)\n\nThis parameter "
+        "determines the algorithm that encrypts a password. The default value is scram-sha-256.\n",
+    }
+    outputs = [
+        "Thought: a\nAction: search[upgrade from md5 default method new passwords]",
+        "Thought: b\nAction: search[scram-sha-256 RFC]",
+        "Thought: c\nFinal: RFC 7677",
+    ]
+    agent, _ = make(index_of(tmp_path / "auth", auth), outputs, search_k=1)
+    trajectory = agent.run(
+        "PostgreSQL 15 encrypts new passwords with a certain method by default. Which RFC describes the "
+        "authentication performed by that method?"
+    )
+    assert trajectory.answer == "RFC 7677" and trajectory.steps[2].details.refusal is None
