@@ -174,7 +174,7 @@ def _show_referred(
     candidate: Candidate, reason: str, names: list[str], named: list[str], template: str, fields: dict[str, str]
 ) -> Refusal | None:
     """The refusal that shows the entry of the first of `names` (up to MAX_NAMES, none the question or `named`
-    writes) that a search for it and the question's referring sentence finds; None where none is found."""
+    writes) whose lines `_entry_of` finds; None where none is found."""
     form, question = candidate.form, candidate.question
     assert candidate.documents is not None and form.refers_to is not None
     others = [name for name in dict.fromkeys(names) if name not in named and not written_in(name, question)]
