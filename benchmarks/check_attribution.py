@@ -9,8 +9,8 @@ moved) and, per check (the reason a refused Final records) and per run:
 - an estimate of the run's EM without the check: a question where the check refused first keeps the answer the
   check refused, as the run would have ended there (the steps before it are the same), unless a later check would
   also have refused it, which one run cannot tell: the estimate is that of the first refusal's counterfactual.
-Answers the verify strategy rewrote (`checked` entries "date as written", "kind as written", "person named", "unit as
-written", a name part) are attributed the same way: the written answer against the rewritten one.
+Answers the verify strategy rewrote (`checked` entries "date as written", "kind as written", "person named",
+"full name", "unit as written", a name part) are attributed the same way: the written answer against the rewritten one.
 EM is computed here against every accepted variant of the gold answer (`answers` in a JSONL dataset).
 """
 

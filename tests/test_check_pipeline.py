@@ -132,7 +132,7 @@ def test_the_pipeline_derives_what_each_reason_does_from_its_checks() -> None:
     assert {"in_question", "referent", "kind", "asks_for", "compare", "sides", "same", "shared"} <= pipeline.excluding
     assert pipeline.searching == {"unread", "in_question", "kind", "event", "asks_for", "described"}
     assert all(isinstance(rewrite, AnswerRewrite) for rewrite in DEFAULT_REWRITES)
-    assert [rewrite.before_checks for rewrite in DEFAULT_REWRITES] == [True, False, False, False, False]
+    assert [rewrite.before_checks for rewrite in DEFAULT_REWRITES] == [True, False, False, False, False, False]
     assert not CheckPipeline(max_refusals=2).unchecked(1) and CheckPipeline(max_refusals=2).unchecked(2)
 
 

@@ -17,7 +17,7 @@ strategy runs them on each Final, and:
   (checks.pairs.decided), and a question that asks for a number or a date to the spans read that are one
   (AnswerForm.fits), where the run has read any: what the checks refuse on other steps cannot be written there;
 - rewrites an answer in the form the question asks for (checks' rewrites: a name part, the date as written, the
-  person named, the kind with its noun).
+  person named, a name in full, the kind with its noun, the unit as written).
 It serves the checks as their host (checks.CheckHost): documents they show become the step's tool result, which a
 grounded run reads, and their model calls (a one-word judgment, an answer read off one document) are booked on
 the step. Everything else is ReAct's loop, grammar, parser and tools; the prompt's worked examples show refusals and

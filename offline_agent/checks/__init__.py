@@ -9,7 +9,7 @@ runs them in the order of `DEFAULT_CHECKS` (a strategy may pass its own list), w
     wording.py   in_question                     the answer against the question's own words
     kinds.py     kind, asks_for, described; the type noun    the kind of thing asked for
     referents.py referent, referred              what "that NOUN" refers to, not the thing the question names
-    names.py     the name part, the person named                      people's names
+    names.py     the name part, the person named, the full name        people's names
     dates.py     event; the date as written                            dates
     pairs.py     compare, sides, same, shared                          two things, each on its own document
     quantities.py  the unit as written                                 numbers with their units of measure

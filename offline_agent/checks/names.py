@@ -1,4 +1,4 @@
-"""Answers that are people's names, where the question asks for a part of one or for a person (two rewrites).
+"""Answers that are people's names: a part of one, the person a work names, a name in full (three rewrites).
 
 - the name part (a rewrite before the checks): a whole name that has the part asked is answered with that part
   ("Lester" of 'Lester Ben "Benny" Binion' for "What is the first name of ...?"); refused, a small model writes
@@ -6,12 +6,24 @@
 - the person named (a rewrite): a "who" question's answer that opens with a person's possessive and a work ('J. R.
   R. Tolkien's "The Lord of the Rings", following ...') gives the person, not where the possessive is part of a
   name ("McDonald's Corporation").
+- the full name (a rewrite): a person's name whose own entry (the document titled with it exactly) opens with the
+  name in full and the person's dates, "Barton Lee Hazlewood (July 9, 1929 - August 4, 2007) was ...", is answered
+  with the name as the entry writes it, "Barton Lee Hazlewood" for "Lee Hazlewood", where the run has read it so.
+  A reference answers a person with the name the entry gives them; a name with a part asked is left alone.
 """
 
 from __future__ import annotations
 
+import re
+
 from offline_agent.answer_form import part_of_name
-from offline_agent.checks.base import Candidate
+from offline_agent.checks.base import Candidate, as_words
+
+# An entry's opening name and the parenthesis after it; the dates of a life hold a year, and "born" or a dash.
+_OPENING = re.compile(r"\s*([^\W\d_][^(),;:]{2,80}?)\s+\(([^()]{4,80})\)")
+_LIFE = re.compile(r"^(?=.*\b(?:1\d{3}|20\d{2})\b)(?=.*(?:\bborn\b|[–—-]))", re.IGNORECASE)
+_LINKS = frozenset(["de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "of"])
+MAX_NAME_WORDS = 6
 
 
 class NamePartCut:
@@ -35,3 +47,36 @@ class Owner:
     def rewrite(self, candidate: Candidate) -> tuple[str, str] | None:
         owner = candidate.form.owner(candidate.answer)
         return (self.name, owner) if owner is not None else None
+
+
+class FullName:
+    """A person's name answered as their own entry writes it in full, where the run has read it."""
+
+    name = "full name"
+    before_checks = False
+
+    def rewrite(self, candidate: Candidate) -> tuple[str, str] | None:
+        answer = candidate.answer.strip()
+        if candidate.form.name_part is not None or len(answer.split()) < 2 or candidate.documents is None:
+            return None
+        text = candidate.documents.document(answer, prefer=lambda title, _text: title == answer)
+        full = opening_name(text, answer) if text is not None else None
+        if full is None or not candidate.sentences_holding(full):
+            return None
+        return (self.name, full)
+
+
+def opening_name(text: str, name: str) -> str | None:
+    """The name in full that `text` opens with, followed by a person's dates, where it holds `name` and more
+    ("Barton Lee Hazlewood" of "Barton Lee Hazlewood (July 9, 1929 - ...) was ..." for "Lee Hazlewood"); None
+    where the text opens otherwise."""
+    found = _OPENING.match(text)
+    if found is None or not _LIFE.search(found.group(2)):
+        return None
+    full = found.group(1)
+    words = full.split()
+    if len(words) > MAX_NAME_WORDS or not all(word[0].isupper() or word in _LINKS for word in words):
+        return None
+    if words[0] in ("The", "A", "An") or full.casefold() == name.casefold() or not as_words(name).search(full):
+        return None
+    return full

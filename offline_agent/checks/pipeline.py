@@ -23,7 +23,7 @@ from offline_agent.answer_form import in_question
 from offline_agent.checks.base import AnswerRewrite, Candidate, FinalCheck, Refusal, sentence_with
 from offline_agent.checks.dates import Event, WholeDate
 from offline_agent.checks.kinds import AsksFor, Described, Kind, TypeNoun, texts
-from offline_agent.checks.names import NamePartCut, Owner
+from offline_agent.checks.names import FullName, NamePartCut, Owner
 from offline_agent.checks.pairs import Compare, Same, Shared, Sides
 from offline_agent.checks.quantities import Unit
 from offline_agent.checks.reading import OneSide, Unread
@@ -53,7 +53,7 @@ DEFAULT_CHECKS: tuple[FinalCheck, ...] = (
     Described(),
 )
 # The rewrites: the name part before the checks; after them, the first of the others that applies.
-DEFAULT_REWRITES: tuple[AnswerRewrite, ...] = (NamePartCut(), WholeDate(), Owner(), TypeNoun(), Unit())
+DEFAULT_REWRITES: tuple[AnswerRewrite, ...] = (NamePartCut(), WholeDate(), Owner(), FullName(), TypeNoun(), Unit())
 
 
 def key_of(name: str) -> str:
