@@ -66,6 +66,10 @@ def test_a_person_is_answered_with_the_name_their_entry_writes_in_full(tmp_path)
     trajectory = agent.run("Who wrote These Boots Are Made for Walkin'?")
     assert trajectory.answer == "Barton Lee Hazlewood"
     assert trajectory.steps[1].details.checked == {"Lee Hazlewood": "full name: Barton Lee Hazlewood"}
+    # Left out by name, the answer stands as written.
+    assert make(index, outputs, without="full_name")[0].run("Who wrote These Boots Are Made for Walkin'?").answer == (
+        "Lee Hazlewood"
+    )
 
 
 def test_a_full_name_the_run_has_not_read_is_not_written(tmp_path) -> None:
