@@ -6,9 +6,11 @@ tests are made of: a songwriter answered "Lee Hazlewood" whose entry opens "Bart
 August 4, 2007)"; the earlier born of two writers answered "Virginia Woolf", "Adeline Virginia Woolf (25 January
 1882 - 28 March 1941)"; and the writer from England answered "Robert Erskine Childers", whose entry writes the
 name with the letters of his decoration after it. The manual's and the sample's answers have no entry that opens
-so. What it must leave alone is made of the same pool: an entry titled with the name that opens without dates (a
-software engineer who shares a name with a football player whose entry does have them), an entry whose opening
-name is the answer itself, a thing's entry ("The Scotch Collie is ..."), and a name whose part is asked.
+so. What it must leave alone is made of the same pool: a name whose entry writes a middle name inside it
+("Nelson Aldrich Rockefeller" for the right answer "Nelson Rockefeller", and two more in dev200), an entry titled
+with the name that opens without dates (a software engineer who shares a name with a football player whose entry
+does have them), an entry whose opening name is the answer itself, a thing's entry ("The Scotch Collie is ..."),
+and a name whose part is asked.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from offline_agent.checks.names import opening_name
          "Beethoven", "Ludwig van Beethoven"),
         ("William Keith Bostic (born January 17, 1961) is a former professional American football player.",
          "Keith Bostic", "William Keith Bostic"),
+        # a middle name inside the name: the answer is the name as the person goes by it, and stands
+        ("Nelson Aldrich Rockefeller (July 8, 1908 – January 26, 1979) was an American businessman.",
+         "Nelson Rockefeller", None),
+        ("Monica Samille Lewinsky (born July 23, 1973) is an American activist.", "Monica Lewinsky", None),
         # no dates of a life after the name: the answer stands
         ("Keith Bostic is an American Software Engineer.", "Keith Bostic", None),
         ("Sergio Pérez Mendoza (Spanish pronunciation) is a Mexican racing driver.", "Sergio Pérez", None),

@@ -8,8 +8,9 @@
   name ("McDonald's Corporation").
 - the full name (a rewrite): a person's name whose own entry (the document titled with it exactly) opens with the
   name in full and the person's dates, "Barton Lee Hazlewood (July 9, 1929 - August 4, 2007) was ...", is answered
-  with the name as the entry writes it, "Barton Lee Hazlewood" for "Lee Hazlewood", where the run has read it so.
-  A reference answers a person with the name the entry gives them; a name with a part asked is left alone.
+  with the name as the entry writes it, "Barton Lee Hazlewood" for "Lee Hazlewood", where the run has read it so
+  and it holds the answer whole: a middle name inside ("Nelson Aldrich Rockefeller") leaves the name the person
+  goes by. A reference answers a person with the name the entry gives them; a name with a part asked is left alone.
 """
 
 from __future__ import annotations
