@@ -94,3 +94,18 @@ def test_a_name_whose_part_is_asked_is_not_written_in_full(tmp_path) -> None:
     assert make(index, outputs)[0].run(question).answer == "Hazlewood"  # the part, cut before the checks
     # With the part's cut left out, the whole name stands as written, not in full.
     assert make(index, outputs, without="name_part")[0].run(question).answer == "Lee Hazlewood"
+
+
+def test_the_entry_titled_with_the_name_exactly_is_the_one_read_for_it(tmp_path) -> None:
+    index = index_of(
+        tmp_path / "people",
+        {
+            "engineer.md": "# Keith Bostic\n\nKeith Bostic is an American software engineer who worked on BSD.",
+            "player.md": "# Keith Bostic (American football)\n\nWilliam Keith Bostic (born January 17, 1961) is a "
+            "former American football player.",
+        },
+    )
+    outputs = ["Thought: a\nAction: search[Keith Bostic born]", "Thought: b\nFinal: Keith Bostic"]
+    trajectory = make(index, outputs)[0].run("Who was born in 1961, Keith Bostic or Jerry Glanville?")
+    assert "William Keith Bostic" in (trajectory.steps[0].observation or "")
+    assert trajectory.answer == "Keith Bostic"

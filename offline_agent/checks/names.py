@@ -6,7 +6,8 @@
 - the person named (a rewrite): a "who" question's answer that opens with a person's possessive and a work ('J. R.
   R. Tolkien's "The Lord of the Rings", following ...') gives the person, not where the possessive is part of a
   name ("McDonald's Corporation").
-- the full name (a rewrite): a person's name whose own entry (the document titled with it exactly) opens with the
+- the full name (a rewrite): a person's name whose own entry (the document titled with it, one titled with it
+  exactly before one with a qualifier, "Keith Bostic" before "Keith Bostic (American football)") opens with the
   name in full and the person's dates, "Barton Lee Hazlewood (July 9, 1929 - August 4, 2007) was ...", is answered
   with the name as the entry writes it, "Barton Lee Hazlewood" for "Lee Hazlewood", where the run has read it so
   and it holds the answer whole: a middle name inside ("Nelson Aldrich Rockefeller") leaves the name the person
