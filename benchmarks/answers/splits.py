@@ -8,19 +8,17 @@ PostgreSQL manual's 80, 21 of the sample's 87, every question type in each. It w
 test_split.json beside this file before any change it is to judge, and tests/test_splits.py holds the file to the
 rule. Read only the tuning split's trajectories; run the test split to report, once a submission, and land a change
 only where neither split's sum of right answers falls across the three corpora. The id lists feed
-`three_corpora run --ids FILE`.
+`three_corpora run --ids FILE` (or `--split test`, which reads them here).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
-SAMPLE_QUESTIONS = ROOT / "corpora" / "sample" / "questions.jsonl"
+from benchmarks.kit import HOTPOT_DEV, PG_QUESTIONS, SAMPLE_QUESTIONS
+
 SPLIT_FILE = Path(__file__).with_name("test_split.json")
 CORPORA = ("dev200", "pgdocs", "sample")
 EVERY = 4
@@ -44,13 +42,12 @@ def tune_ids(corpus: str, ids: list[str]) -> list[str]:
     return [question for question in ids if question not in test]
 
 
-def corpus_ids(corpus: str, data: Path = DATA) -> list[str]:
+def corpus_ids(corpus: str) -> list[str]:
     """Every question id of `corpus` in file order, read from its questions file (dev200 and pgdocs under
     ../shared/data, or OFFLINE_AGENT_SHARED_DATA)."""
     if corpus == "dev200":
-        rows = json.loads((data / "hotpotqa" / "hotpot_dev200_distractor.json").read_text(encoding="utf-8"))
-        return [row["_id"] for row in rows]
-    path = data / "pgdocs" / "questions.jsonl" if corpus == "pgdocs" else SAMPLE_QUESTIONS
+        return [row["_id"] for row in json.loads(HOTPOT_DEV.read_text(encoding="utf-8"))]
+    path = PG_QUESTIONS if corpus == "pgdocs" else SAMPLE_QUESTIONS
     lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line)["id"] for line in lines if line.strip()]
 
