@@ -60,7 +60,7 @@ from offline_agent.runner import Session, agent_tools  # noqa: E402
 from offline_agent.steps import Completion, Trajectory, Turn, Usage  # noqa: E402
 from offline_agent.tools import build_tools  # noqa: E402
 
-STRATEGIES = ("react", "act", "cot", "standard", "knowagent", "critic", "plan", "verify")
+STRATEGIES = ("react", "act", "cot", "standard", "knowagent", "critic", "plan", "verify", "rag")
 
 
 def sha(text: str | None) -> str | None:

@@ -101,6 +101,10 @@ def test_a_whole_run(questions: Path, tiny_corpus: Path, tmp_path: Path) -> None
     assert summary["steps_per_question"]["mean"] == approx(2.0)
     assert summary["tokens"]["prompt"] > 0 and summary["tokens"]["generated"] > 0
     assert summary["by_type"]["bridge"]["questions"] == 2 and summary["by_type"]["comparison"]["em"] == 0.0
+    # searches: q1 two, q2 one, q3 none; of the answered bridge questions (q1 only) none after a single search
+    assert [row["searches"] for row in rows] == [2, 1, 0] and summary["searches_per_question"] == approx(1.0)
+    assert summary["by_type"]["bridge"]["searches"] == approx(1.0)
+    assert summary["by_type"]["bridge"]["one_search"] == 0.0 and summary["by_type"]["comparison"]["one_search"] == 1.0
     assert summary["by_level"] == {} and summary["run"]["pending"] == 0
     assert json.loads((out / "summary.json").read_text()) == summary
 
@@ -330,3 +334,12 @@ def test_public_api_is_sorted_and_importable() -> None:
     assert evaluation.__all__ == sorted(evaluation.__all__)
     for name in evaluation.__all__:
         assert getattr(evaluation, name) is not None, name
+
+
+def test_searches_of_a_row_written_before_they_were_counted() -> None:
+    from offline_agent.eval.scoring import answered_after_one_search, searches_of
+
+    steps = [{"action": "search"}, {"action": "search", "tool_error": True}, {"action": "lookup"}, {"final": "x"}]
+    old = {"prediction": "x", "trajectory": {"steps": steps}}
+    assert searches_of(old) == 1 and answered_after_one_search([old]) == 1.0
+    assert answered_after_one_search([{"prediction": None, "searches": 0}]) is None

@@ -19,14 +19,14 @@ def make(name: str, index, outputs, **config):
     return make_agent(name, backend, build_tools(index), **config), backend
 
 
-def test_registry_holds_the_eight_strategies() -> None:
-    names = ["verify", "react", "act", "cot", "standard", "knowagent", "critic", "plan"]
+def test_registry_holds_the_nine_strategies() -> None:
+    names = ["verify", "react", "act", "cot", "standard", "knowagent", "critic", "plan", "rag"]
     assert {name: cls.name for name, cls in AGENTS.items()} == {name: name for name in names}
     with pytest.raises(ConfigError, match=r"unknown agent 'reflexion'; choose from \['act', 'cot', 'critic'"):
         agent_class("reflexion")
 
 
-@pytest.mark.parametrize("name", ["act", "cot", "standard"])
+@pytest.mark.parametrize("name", ["act", "cot", "standard", "rag"])
 def test_prompt_files_exist_and_fill(name: str, tiny_index) -> None:
     agent, _ = make(name, tiny_index, [])
     parts = agent.prompt_parts("Where was Marie Curie born?")

@@ -1,7 +1,8 @@
 """The three development corpora, run and compared together, as every change that touches answers is measured.
 
-    python -m benchmarks.answers.three_corpora run SET [--code DIR] [--only NAMES] [--ids FILE] [-o KEY=VALUE ...]
-    python -m benchmarks.answers.three_corpora table SET [--over BASE_SET]
+    python -m benchmarks.answers.three_corpora run SET [--code DIR] [--only NAMES] [--ids FILE] [--split test|tune]
+                                                 [--agent NAME] [-o KEY=VALUE ...]
+    python -m benchmarks.answers.three_corpora table SET [--over BASE_SET] [--split test|tune]
     python -m benchmarks.answers.three_corpora diff BASE_SET NEW_SET
 
 A set is a folder of four run folders of `offline-agent eval` (the default agent and model, `--threads 1`): `deva`
@@ -14,9 +15,12 @@ Debian's postgresql-doc-15, which `scripts/install.sh --test` installs); and `sa
   kernels `offline_agent/retrieval/*.so` copied in): an eval imports some modules only when it first needs them,
   so editing this tree while a set runs would reach it. `--ids FILE` (one question id a line) runs only those
   questions (a run left with none is not started), for a rerun spliced over a whole set with `table --over`.
-  `-o KEY=VALUE` (repeatable) gives every eval a strategy option (`-o without=sides`: the checks left out).
-- `table` prints, per corpus, what the issue's tables report: EM, F1, EM by type, runs with a format error, steps
-  and prompt tokens a question. With `--over BASE_SET`, each of SET's questions replaces BASE_SET's row of the same
+  `-o KEY=VALUE` (repeatable) gives every eval a strategy option (`-o without=sides`: the checks left out);
+  `--agent rag` runs plain retrieval, the baseline every figure is reported beside; `--split test` runs only the
+  frozen test split (splits.py), `--split tune` the rest.
+- `table` prints, per corpus, what the issue's tables report: EM, F1, EM by type, runs with a format error, steps,
+  searches and prompt tokens a question (not cached in brackets), and the share of answered bridge questions that
+  made one search; `--split` keeps one split's questions. With `--over BASE_SET`, each of SET's questions replaces BASE_SET's row of the same
   id and the rest are BASE_SET's: the figures of a whole run, where a change can only have reached the questions
   rerun (a run at `--threads 1` is deterministic on one machine).
 - `diff` prints, per corpus, the questions in both sets, how many turned right and wrong, and how many took the same
@@ -38,6 +42,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.answers import splits
 from benchmarks.kit import DATA, PG_HTML, PG_QUESTIONS, SAMPLE, SAMPLE_QUESTIONS
 from benchmarks.kit import HOTPOT_DEV as DEV200
 from benchmarks.kit import HOTPOT_POOL as POOL
@@ -79,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     (out / "questions").mkdir(parents=True, exist_ok=True)
     names = [name for name in RUNS if name in args.only.split(",")]
     ids = {line.strip() for line in args.ids.read_text().splitlines() if line.strip()} if args.ids else None
+    if args.split:
+        chosen = split_ids(args.split)
+        ids = chosen if ids is None else ids & chosen
     if "pg" in names and not is_index_dir(index_path(args.pgdocs_index)):
         subprocess.run([str(OFFLINE_AGENT), "index", str(PG_HTML), "--name", args.pgdocs_index], check=True)
     env = dict(os.environ, **({"PYTHONPATH": str(args.code.resolve())} if args.code else {}))
@@ -89,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         for name in pair:
             command = [str(OFFLINE_AGENT), "eval", str(datasets[name]), "--pool", pool(name, args.pgdocs_index)]
             command += ["--out", str(out / name), "--threads", "1", *(f"-o{pair}" for pair in args.option)]
+            command += ["--agent", args.agent] if args.agent else []
             logs.append((out / f"{name}.log").open("a"))
             running.append(subprocess.Popen(command, env=env, stdout=logs[-1], stderr=subprocess.STDOUT))
         codes = [process.wait() for process in running]
@@ -119,15 +128,33 @@ def corpus_rows(run_set: Path, over: Path | None) -> dict[str, list[dict[str, An
     return out
 
 
+def split_ids(split: str) -> set[str]:
+    """The question ids of the three corpora's `split` ("test": the frozen test split; "tune": the rest)."""
+    if split == "test":
+        return {question for corpus in splits.CORPORA for question in splits.test_ids(corpus)}
+    return {question for corpus in splits.CORPORA for question in splits.tune_ids(corpus, splits.corpus_ids(corpus))}
+
+
 def table(args: argparse.Namespace) -> int:
     found = corpus_rows(args.set, args.over)
+    if args.split:
+        kept = split_ids(args.split)
+        found = {corpus: [row for row in rows if str(row["id"]) in kept] for corpus, rows in found.items()}
+        found = {corpus: rows for corpus, rows in found.items() if rows}
     if not found:
         print(f"no results under {args.set}", file=sys.stderr)
         return 1
-    print("| corpus | questions | EM | F1 | by type | format errors | steps a question | prompt tokens a question |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| corpus | questions | EM | F1 | by type | format errors | steps a question | searches a question "
+        "| bridge answered after one search | prompt tokens a question (not cached) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for corpus, rows in found.items():
         summary = summarize(rows)
+        tokens = summary["tokens"]
+        cached = tokens["cached_per_question"]
+        fresh = f" ({tokens['prompt_per_question'] - cached:,.0f})" if cached is not None else ""
+        bridge = summary["by_type"].get("bridge", {}).get("one_search")
         types = ", ".join(
             f"{kind} {round(group['em'] * group['questions'])}/{group['questions']}"
             for kind, group in summary["by_type"].items()
@@ -140,7 +167,9 @@ def table(args: argparse.Namespace) -> int:
             types,
             str(summary["format"]["format_error_runs"]),
             f"{summary['steps_per_question']['mean']:.2f}",
-            f"{summary['tokens']['prompt_per_question']:,.0f}",
+            f"{summary['searches_per_question']:.2f}",
+            "n/a" if bridge is None else f"{100 * bridge:.1f}%",
+            f"{tokens['prompt_per_question']:,.0f}{fresh}",
         ]
         print(f"| {' | '.join(cells)} |")
     return 0
@@ -179,12 +208,15 @@ def main(argv: list[str] | None = None) -> int:
     runner.add_argument("--only", default=",".join(RUNS), help=f"which of {', '.join(RUNS)} to run")
     runner.add_argument("--ids", type=Path, help="a file of question ids, one a line: run only those")
     runner.add_argument("--pgdocs-index", default="pgdocs", help="the manual's index (built where missing)")
+    runner.add_argument("--agent", help="the strategy every eval runs (default: the default; rag: plain retrieval)")
+    runner.add_argument("--split", choices=("test", "tune"), help="run only the frozen test split, or the tuning split")
     runner.add_argument(
         "-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="a strategy option for every eval"
     )
     tabler = commands.add_parser("table", help="the issue's table of a set")
     tabler.add_argument("set", type=Path)
     tabler.add_argument("--over", type=Path, help="a whole set the questions of SET are spliced over")
+    tabler.add_argument("--split", choices=("test", "tune"), help="the figures of the test split or the tuning split")
     differ = commands.add_parser("diff", help="the questions whose exact match differs between two sets")
     differ.add_argument("base", type=Path)
     differ.add_argument("new", type=Path)

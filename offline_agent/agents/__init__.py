@@ -1,7 +1,8 @@
 """Agent strategies over one seam: `base.Strategy` runs a question, `step_runner.StepRunner` makes every model call.
 
-react, act, cot and standard are settings of the ReAct loop (react.py, strategies.py); knowagent and critic plug
-into that loop through its public hooks; plan fills in the seam's loop with its planner graph. A new strategy is one
+react, act, cot and standard are settings of the ReAct loop (react.py, strategies.py), and so is rag, plain retrieval
+(rag.py); knowagent and critic plug into that loop through its public hooks; plan fills in the seam's loop with its
+planner graph. A new strategy is one
 module and one `register_strategy` line (docs/strategies.md has one). What a run obeys alike is its RunConfig (run.py);
 what a strategy chooses is its options (options.py), named sets of which are profiles (settings.py).
 """
@@ -21,6 +22,7 @@ from offline_agent.agents.options import (
     option_infos,
 )
 from offline_agent.agents.plan import PlanAgent
+from offline_agent.agents.rag import RagAgent, RagOptions
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.registry import AGENTS, agent_class, register_strategy
 from offline_agent.agents.run import AgentCallbacks, RunConfig, RunState
@@ -37,7 +39,17 @@ from offline_agent.agents.step_runner import JsonCall, StepRunner, TurnResult
 from offline_agent.agents.strategies import ActAgent, CoTAgent, StandardAgent
 from offline_agent.agents.verify import VerifyAgent
 
-for _strategy in (VerifyAgent, ReActAgent, ActAgent, CoTAgent, StandardAgent, KnowAgent, CriticAgent, PlanAgent):
+for _strategy in (
+    VerifyAgent,
+    ReActAgent,
+    ActAgent,
+    CoTAgent,
+    StandardAgent,
+    KnowAgent,
+    CriticAgent,
+    PlanAgent,
+    RagAgent,
+):
     register_strategy(_strategy)
 
 __all__ = [
@@ -51,6 +63,8 @@ __all__ = [
     "LoopState",
     "OptionInfo",
     "Profile",
+    "RagAgent",
+    "RagOptions",
     "ReActAgent",
     "ReActOptions",
     "RunConfig",

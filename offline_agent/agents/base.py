@@ -66,6 +66,9 @@ class Strategy:
     details_type: ClassVar[type[StepDetails]] = StepDetails
     # The type of its options (options.py): what it chooses for itself, beyond the run config every strategy has.
     options_type: ClassVar[type[StrategyOptions]] = StrategyOptions
+    # Which of a profile's option values the strategy takes (settings.py); None: every one it has. A strategy whose
+    # reading is its definition (rag: one search, its top passages) takes only the answer's grounding from one.
+    profile_options: ClassVar[frozenset[str] | None] = None
 
     def __init__(
         self,

@@ -295,8 +295,7 @@ class ReActAgent(Strategy):
         c = self.config
         if not (self.options.first_search and self.uses_tools and "search" in self.tools and c.max_steps > 1):
             return None
-        question = " ".join(state.trajectory.question.replace("[", "(").replace("]", ")").split())
-        return Action("search", question)
+        return question_search(state.trajectory.question)
 
     def step_prompt(self, state: LoopState, index: int) -> str:
         """What the model is shown for step `index`: the prompt, then every step and Observation so far."""
@@ -415,6 +414,11 @@ class ReActAgent(Strategy):
         return record.observation
 
 
+def question_search(question: str) -> Action:
+    """search[`question`] on one line, its brackets written as parentheses (a bracket would end the argument)."""
+    return Action("search", " ".join(question.replace("[", "(").replace("]", ")").split()))
+
+
 def refused_in_final(raw: str, rejections: Sequence[tuple[int, str]]) -> int:
     """How often the grammar refused the model's first choice inside the Final answer (grounding at work)."""
     start = raw.find("Final: ")
@@ -423,4 +427,4 @@ def refused_in_final(raw: str, rejections: Sequence[tuple[int, str]]) -> int:
     return sum(1 for offset, _ in rejections if offset >= start + len("Final: "))
 
 
-__all__ = ["OPENING_THOUGHT", "SEARCH_TOOLS", "LoopState", "ReActAgent"]
+__all__ = ["OPENING_THOUGHT", "SEARCH_TOOLS", "LoopState", "ReActAgent", "question_search"]

@@ -152,7 +152,8 @@ def agent_settings(
             f"unknown setting {unknown[0]!r} for strategy {name}; run settings: {sorted(RUN_KEYS)}; "
             f"options: {sorted(keys)}"
         )
-    merged = {key: value for key, value in chosen.options.items() if key in keys}
+    takes = agent_class(name).profile_options
+    merged = {key: value for key, value in chosen.options.items() if key in keys and (takes is None or key in takes)}
     merged.update(options or {})
     merged.update({key: value for key, value in values.items() if key in keys})
     made = make_options(kind, merged, owner=f"strategy {name}")

@@ -130,7 +130,18 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_num(tokens['prompt_per_question'])} (cached {_num(tokens['cached_per_question'])}) "
         f"generated {_num(tokens['generated_per_question'])}",
         f"stop reasons: {stops or 'none'}",
+        *_type_lines(summary),
         *check_lines,
+    ]
+
+
+def _type_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per question type: EM, searches a question, and the share answered after a single search (a bridge
+    question answered so never searched for its second page)."""
+    return [
+        f"{kind}: {scores['questions']} questions  EM {_pct(scores['em'])}  searches/question "
+        f"{_num(scores.get('searches'))}  answered after one search {_pct(scores.get('one_search'))}%"
+        for kind, scores in summary.get("by_type", {}).items()
     ]
 
 

@@ -35,6 +35,9 @@ from offline_agent.eval.hotpot import fact_fields
 from offline_agent.eval.metrics import exact_match, f1_score
 from offline_agent.steps import STOP_REASONS, Trajectory
 
+# The tools whose calls count as searches: they bring new documents into a run.
+SEARCH_ACTIONS = ("search", "retrieve")
+
 
 def titles_seen(steps: Iterable[Any]) -> list[str]:
     """Titles of the passages a trajectory's searches and lookups returned, in first-seen order."""
@@ -92,6 +95,7 @@ def result_row(
         "level": record.level,
         "steps": len(steps),
         "actions": sum(step.action is not None for step in steps),
+        "searches": sum(step.action in SEARCH_ACTIONS and not step.tool_error for step in steps),
         "rejected_steps": rejected,
         "format_error": format_error,
         "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
@@ -110,6 +114,22 @@ def result_row(
         "sources": trajectory.sources,  # the passages the answer rests on (sources.py); None where not looked for
         "trajectory": trajectory.to_dict(),
     }
+
+
+def searches_of(row: Mapping[str, Any]) -> int:
+    """The searches (search or retrieve calls that ran) of a result row's run; rows written before the field are
+    counted from their trajectory."""
+    if row.get("searches") is not None:
+        return int(row["searches"])
+    steps = (row.get("trajectory") or {}).get("steps") or ()
+    return sum(step.get("action") in SEARCH_ACTIONS and not step.get("tool_error") for step in steps)
+
+
+def answered_after_one_search(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The share of the answered questions among `rows` whose run made at most one search before its answer (None
+    where none was answered): a bridge question answered so never read a second page on purpose."""
+    answered = [row for row in rows if row.get("prediction") is not None]
+    return _rate(sum(searches_of(row) <= 1 for row in answered), len(answered))
 
 
 def answer_check_fields(steps: Sequence[Any]) -> dict[str, Any]:
@@ -217,6 +237,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "grammar_rejections": _total(rows, "grammar_rejections"),
             "prevented_moves": _total(rows, "prevented_moves"),
         },
+        "searches_per_question": _mean([searches_of(row) for row in rows]),
         "steps_per_question": {
             "mean": _mean(steps),
             "median": statistics.median(steps) if steps else None,
@@ -246,7 +267,8 @@ def _stop_order(stops: Counter[str]) -> list[str]:
 
 
 def breakdown(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
-    """Questions, EM and F1 per value of `key` ("type" or "level"); rows without it are left out."""
+    """Questions, EM, F1, searches a question and the share answered after one search (`one_search`) per value of
+    `key` ("type" or "level"); rows without it are left out."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if row.get(key) is not None:
@@ -256,6 +278,8 @@ def breakdown(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, A
             "questions": len(group),
             "em": _mean([row["em"] for row in group]),
             "f1": _mean([row["f1"] for row in group]),
+            "searches": _mean([searches_of(row) for row in group]),
+            "one_search": answered_after_one_search(group),
         }
         for value, group in sorted(groups.items())
     }
