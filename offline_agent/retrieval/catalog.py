@@ -161,7 +161,8 @@ def build_from_paths(
     read the files while this one tokenizes their passages (encode.PassageEncoder)."""
     options = options or IngestOptions()
     entries, skipped = _walk_checked(paths, options)
-    options = replace(options, titles=detect_titles(entries))
+    titles, page_titles = detect_titles(entries)
+    options = replace(options, titles=titles)
     if on_files is not None:
         on_files(entries)
     analyzer = analyzer if analyzer is not None else Analyzer()
@@ -177,6 +178,7 @@ def build_from_paths(
         progress=on_passages,
         encoded=encoder.encoded(ingested.passages),
     )
+    _keep_page_titles(ingested.files, page_titles)
     index.extra = {
         "roots": [incoming.file_name(Path(p).absolute()) for p in paths],
         "ingest": options.to_dict(),
@@ -212,7 +214,8 @@ def update_from_paths(
         options = saved_options(index)
     old_files: dict[str, dict[str, Any]] = dict(extra.get("files") or {})
     entries, skipped = _walk_checked(paths, options)
-    options = replace(options, titles=detect_titles(entries))
+    titles, page_titles = detect_titles(entries, old_files)
+    options = replace(options, titles=titles)
     # Pages titled with other boilerplate than the corpus now shows are read again, as a build would title them.
     retitle = options.titles.affixes() != TitleBoilerplate.from_dict(extra.get("boilerplate")).affixes()
     seen = {e.source for e in entries}
@@ -274,6 +277,7 @@ def update_from_paths(
     delete_ids = index.ids_of_sources(set(dropped))
     if add or delete_ids:
         index.update(add=add, delete=delete_ids, progress=on_passages, encoded=encoder.encoded(add))
+    _keep_page_titles(new_files, page_titles)
     roots = [str(Path(p).absolute()) for p in paths]
     boilerplate = options.titles.to_dict()
     index.extra = dict(extra, files=new_files, roots=roots, ingest=options.to_dict(), boilerplate=boilerplate)
@@ -287,6 +291,13 @@ def saved_options(index: BM25Index) -> IngestOptions:
     --include/--exclude patterns, which `--update` applies again unless it is given others."""
     saved = (index.extra or {}).get("ingest") or {}
     return IngestOptions(**{k: v for k, v in saved.items() if k in IngestOptions.__dataclass_fields__})
+
+
+def _keep_page_titles(files: dict[str, dict[str, Any]], page_titles: dict[str, str]) -> None:
+    """Record each page's `<title>` with its file, for the next update's look at the titles (boilerplate.py)."""
+    for source, record in files.items():
+        if source in page_titles:
+            record["page_title"] = page_titles[source]
 
 
 def _walk_checked(paths: Sequence[str | Path], options: IngestOptions) -> tuple[list[FileEntry], list[tuple[str, str]]]:

@@ -147,6 +147,22 @@ def test_update_titles_pages_as_a_fresh_build_would(tmp_path: Path) -> None:
     assert report.changed_files == [str(root / "extra0.html")]
 
 
+def test_an_update_opens_only_the_pages_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from offline_agent.retrieval import boilerplate
+
+    root = write_site(tmp_path / "site")
+    index = build_from_paths([root]).index
+    assert index.extra["files"][str(root / "intro.html")]["page_title"] == "Introduction" + SITE
+    opened: list[str] = []
+    real = boilerplate.head_title
+    monkeypatch.setattr(boilerplate, "head_title", lambda path: opened.append(path.name) or real(path))
+    (root / "faq.html").write_text(page("FAQ" + SITE, "FAQ", "Why the gizmo hums loudly."), encoding="utf-8")
+    report = update_from_paths(index, [root])
+    assert opened == ["faq.html"] and report.changed_files == [str(root / "faq.html")]
+    assert titles_of(index)["faq.html"] == "FAQ"
+    assert index.extra["files"][str(root / "faq.html")]["page_title"] == "FAQ" + SITE
+
+
 LONG_LINE = "var a=" + ",".join(f"f{i}=function(x){{return x+{i}}}" for i in range(200)) + ";"
 
 
@@ -252,7 +268,7 @@ def test_the_boilerplate_of_the_two_manuals(manual: str) -> None:
     if not root.is_dir():
         pytest.skip(f"{root} is not installed (scripts/install.sh installs python3-doc and postgresql-doc-15)")
     entries, skipped = walk([root])
-    titles = detect_titles(entries)
+    titles, _ = detect_titles(entries)
     generated = sorted(Path(p).relative_to(root).as_posix() for p, why in skipped if why.startswith("generated"))
     if manual == "python":  # Sphinx: the site's name and version on every page, its search index beside them
         (suffix,), prefixes = titles.affixes()
