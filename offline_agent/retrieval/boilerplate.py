@@ -7,6 +7,7 @@ affix is found by comparing the titles of the HTML pages of the folders indexed,
 - a title's affixes are what lies beyond one of its separators (a dash, "|", "·", "»" or ":" with spaces
   around it): " — Python 3.11.2 documentation" is a suffix of "re — Regular expressions — Python 3.11.2
   documentation", and so is " — Regular expressions — Python 3.11.2 documentation"; "Docs | " is a prefix;
+  an affix is at most `MAX_AFFIX_CHARS` characters long;
 - an affix is boilerplate when at least `MIN_PAGES` pages carry it, and they are more than half of the pages in
   the folder that holds them all (the deepest folder above every one of them): a site's name, on every page of
   the site, is; "Index — ", on 30 of the Python manual's 531 pages, is not, nor is a word that a few pages of a
@@ -34,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 MIN_PAGES = 5
+MAX_AFFIX_CHARS = 120  # a site's name is short; a long title of many dashes must not give a copy per dash
 HEAD_BYTES = 32768
 PAGE_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 _SEPARATOR = re.compile(r"\s+[—–|·»:-]+\s+")
@@ -126,8 +128,10 @@ def find_affixes(titles: Mapping[str, str]) -> TitleBoilerplate:
     prefixes: dict[str, list[str]] = {}
     for doc_id, title in titles.items():
         for separator in _SEPARATOR.finditer(title):
-            suffixes.setdefault(title[separator.start() :], []).append(doc_id)
-            prefixes.setdefault(title[: separator.end()], []).append(doc_id)
+            if len(title) - separator.start() <= MAX_AFFIX_CHARS:
+                suffixes.setdefault(title[separator.start() :], []).append(doc_id)
+            if separator.end() <= MAX_AFFIX_CHARS:
+                prefixes.setdefault(title[: separator.end()], []).append(doc_id)
     if not suffixes and not prefixes:
         return TitleBoilerplate()
     folders = Counter(folder for doc_id in titles for folder in _folders(doc_id))

@@ -113,6 +113,13 @@ def test_a_title_is_never_stripped_to_nothing() -> None:
     assert TitleBoilerplate.from_dict(found.to_dict()) == found
 
 
+def test_long_titles_of_many_separators_give_short_affixes_only() -> None:
+    titles = {f"p{i}.html": f"P{i} - " + " - ".join(["x"] * 5000) + " | Site" for i in range(6)}
+    found = find_affixes(titles)
+    assert found.prefixes == () and all(len(text) <= 120 for text, _ in found.suffixes)
+    assert found.strip_title(titles["p0.html"]).endswith(" - x")
+
+
 def test_records_and_text_files_keep_their_titles(tmp_path: Path) -> None:
     rows = [{"id": f"r{i}", "title": f"Entry {i} - Wiki", "text": f"Text {i}."} for i in range(8)]
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
