@@ -112,7 +112,9 @@ def index(ctx: click.Context) -> None:
 
     Supported files: text (.txt .md .rst), .html, records (.json .jsonl .csv .tsv), e-mail (.eml .mbox), source
     code (.py .js .ts .go .rs .java .c .sql .sh ... titled by their path), and with their extras .pdf, .docx,
-    .odt, .epub and .rtf (pip install 'offline-agent[formats]' adds them all); see docs/formats.md.
+    .odt, .epub and .rtf (pip install 'offline-agent[formats]' adds them all); see docs/formats.md. Generated
+    files (search indexes, minified scripts) are skipped, and a title suffix that a site's pages all repeat is
+    left out of their titles (`index build --help`).
     Indexes live under $OFFLINE_AGENT_HOME/indexes (default: the user cache folder).
     """
     if ctx.invoked_subcommand is None:
