@@ -1,5 +1,5 @@
-"""benchmarks/check_ablation.py on a real run folder (a scripted model's `eval` run with the verify strategy over a
-real index): leaving out the check that refused a Final reaches that question and no other check does; a rerun
+"""benchmarks/answers/check_ablation.py on a real run folder (a scripted model's `eval` run with the verify strategy
+over a real index): leaving out the check that refused a Final reaches that question and no other check does; a rerun
 spliced over the set gives the row that says what the check was worth; an unknown key is a usage error."""
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from pathlib import Path
 from test_check_replay import verify_run
 from test_eval_runner import ROOT
 
-SCRIPT = ROOT / "benchmarks" / "check_ablation.py"
-
 
 def ablation(*args: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, check=check)
+    command = [sys.executable, "-m", "benchmarks.answers.check_ablation", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, check=check, cwd=ROOT)
 
 
 def test_the_check_left_out_reaches_the_question_it_refused_and_its_rerun_is_its_row(
@@ -29,11 +28,8 @@ def test_the_check_left_out_reaches_the_question_it_refused_and_its_rerun_is_its
     # q1: "Marie Curie" refused as in_question, then "Vistula" (right).
     verify_run(tiny_corpus, tmp_path / "made").rename(base / "sample")
 
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import check_ablation
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    from benchmarks.answers import check_ablation
+
     assert check_ablation.reached(base, "in_question") == {"q1"}
     assert check_ablation.reached(base, "sides") == set()  # no yes/no or choice question to weigh
 

@@ -1,7 +1,7 @@
-"""benchmarks/check_replay.py on a real run folder (a scripted model's run of `eval` with the verify strategy over a
-real index): replayed with the code that made it, every Final is decided as recorded; a recorded decision this code
-would not make (a refusal it does not give, an answer it lets stand otherwise) makes its question one to run again,
-written out as the dataset has it."""
+"""benchmarks/answers/check_replay.py on a real run folder (a scripted model's run of `eval` with the verify strategy
+over a real index): replayed with the code that made it, every Final is decided as recorded; a recorded decision this
+code would not make (a refusal it does not give, an answer it lets stand otherwise) makes its question one to run
+again, written out as the dataset has it."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from offline_agent.agents import agent_settings
 from offline_agent.backends import ScriptedBackend
 from offline_agent.eval.runner import EvalOptions, run_evaluation
 
-REPLAY = ROOT / "benchmarks" / "check_replay.py"
+REPLAY = [sys.executable, "-m", "benchmarks.answers.check_replay"]
 
 
 def replay(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REPLAY), *map(str, args)], capture_output=True, text=True, check=True)
+    return subprocess.run([*REPLAY, *map(str, args)], capture_output=True, text=True, check=True, cwd=ROOT)
 
 
 def verify_run(tiny_corpus: Path, tmp_path: Path) -> Path:
@@ -73,7 +73,7 @@ def test_a_decision_the_checks_would_not_make_reaches_its_question(tiny_corpus: 
 
 
 def test_a_folder_that_is_no_run_or_no_verify_run_is_a_one_line_error(tiny_corpus: Path, tmp_path: Path) -> None:
-    missing = subprocess.run([sys.executable, str(REPLAY), str(tmp_path)], capture_output=True, text=True)
+    missing = subprocess.run([*REPLAY, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert missing.returncode == 1
     assert (
         missing.stderr.strip()
@@ -83,14 +83,13 @@ def test_a_folder_that_is_no_run_or_no_verify_run_is_a_one_line_error(tiny_corpu
     config = json.loads((run / "config.json").read_text())
     config["agent"] = "react"  # the verify options are then unknown, as for a run of code with other options
     (run / "config.json").write_text(json.dumps(config))
-    other = subprocess.run([sys.executable, str(REPLAY), str(run)], capture_output=True, text=True)
+    other = subprocess.run([*REPLAY, str(run)], capture_output=True, text=True, cwd=ROOT)
     assert other.returncode == 1 and len(other.stderr.strip().splitlines()) == 1
     assert other.stderr.startswith(f"{run}: its config.json does not fit this checkout: unknown option")
 
 
 def test_a_final_that_now_asks_the_model_is_reached_where_a_check_before_or_one_taken_out_had_refused_it() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from check_replay import asking_reaches
+    from benchmarks.answers.check_replay import asking_reaches
 
     order = ["unread", "one_side", "compare", "sides", "same"]
     assert asking_reaches("refused: one_side", "sides", order)  # one_side refuses it no more

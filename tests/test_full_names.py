@@ -1,7 +1,7 @@
 """The full name rewrite: a person answered with the name their own entry opens with, before the dates of their
 life, where the run has read it so.
 
-On HotpotQA dev200 it turned three answers right and none wrong (benchmarks/README.md, stop 70), the cases these
+On HotpotQA dev200 it turned three answers right and none wrong (docs/results/2026-12.md, stop 70), the cases these
 tests are made of: a songwriter answered "Lee Hazlewood" whose entry opens "Barton Lee Hazlewood (July 9, 1929 -
 August 4, 2007)"; the earlier born of two writers answered "Virginia Woolf", "Adeline Virginia Woolf (25 January
 1882 - 28 March 1941)"; and the writer from England answered "Robert Erskine Childers", whose entry writes the

@@ -1,7 +1,7 @@
 """The `referent` check: a question that refers to "that NOUN", a thing it describes and does not name, answered with
 what the entry of the thing it names says.
 
-On the PostgreSQL manual's questions (benchmarks/README.md, stop 61) it turned three answers right, the cases these
+On the PostgreSQL manual's questions (docs/results/2026-12.md, stop 61) it turned three answers right, the cases these
 tests are made of: "-1" (autovacuum_vacuum_cost_limit's own default) for the default of the cost limit autovacuum
 falls back on, now "200" from vacuum_cost_limit's entry; "pg_archivecleanup" for the option that makes the utility
 an archive_cleanup_command names only print, now "-n" from its Options; and "64" (max_locks_per_transaction's own
@@ -9,7 +9,7 @@ default) for the default of the parameter the lock table is sized by besides max
 max_prepared_transactions' entry (with unread letting "0" meant for "zero" stand where the thought writes "zero").
 
 `referred` asks the same of a question that names no entry holding the answer. On the manual it reaches four
-questions the defaults answer wrong and no other, and turns the first three below right (benchmarks/README.md, stop
+questions the defaults answer wrong and no other, and turns the first three below right (docs/results/2026-12.md, stop
 69); the tests below are made of the four: "4", the logical replication workers' own default, for the default of the
 pool they are taken from (max_worker_processes, 8); "8MB", temp_buffers' default, for the memory setting wal_buffers
 is a fraction of (shared_buffers, 128MB); "1" from "njobs + 1 connections" for the default of the setting parallel

@@ -251,7 +251,7 @@ def test_a_manual_entry_shows_its_value_sentence_with_three_sentences(pg_manual,
     [
         # pgdocs pg004, pg012 and pg014 with the model's own first searches: the entry was found, and the sentence
         # that says its default was not among those shown (replayed, the three runs' Observations then hold the
-        # answer; benchmarks/README.md).
+        # answer; docs/results/2026-12.md, stop 65).
         ("When a standby can't get WAL from streaming, pg_wal or the archive, how long does it wait before trying "
          "again by default?", "standby WAL wait time", "The default value is 5 seconds."),
         ("Which JIT provider library does the server load by default?", "default JIT provider library",

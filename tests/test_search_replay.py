@@ -1,4 +1,4 @@
-"""benchmarks/search_replay.py on a real run folder (a scripted model's run of `eval` over a real index): a run
+"""benchmarks/answers/search_replay.py on a real run folder (a scripted model's run of `eval` over a real index): a run
 replayed with the code that made it changes no question; a recorded Observation the search would now show
 otherwise makes its question one to run again, written out as the dataset has it."""
 
@@ -14,11 +14,11 @@ from test_eval_runner import QUESTIONS, ROOT, options, outputs
 from offline_agent.backends import ScriptedBackend
 from offline_agent.eval.runner import run_evaluation
 
-REPLAY = ROOT / "benchmarks" / "search_replay.py"
+REPLAY = [sys.executable, "-m", "benchmarks.answers.search_replay"]
 
 
 def replay(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REPLAY), *map(str, args)], capture_output=True, text=True, check=True)
+    return subprocess.run([*REPLAY, *map(str, args)], capture_output=True, text=True, check=True, cwd=ROOT)
 
 
 def test_a_run_replays_as_recorded_and_a_changed_observation_is_found(tiny_corpus: Path, tmp_path: Path) -> None:

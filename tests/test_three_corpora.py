@@ -1,5 +1,5 @@
-"""benchmarks/three_corpora.py on real run folders (a scripted model's `eval` runs over a real index): a rerun of one
-question spliced over a whole set gives the whole set's table, `diff` names the question that turned and counts
+"""benchmarks/answers/three_corpora.py on real run folders (a scripted model's `eval` runs over a real index): a rerun
+of one question spliced over a whole set gives the whole set's table, `diff` names the question that turned and counts
 the paths left as they were, and a bad run name is a one-line usage error."""
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from test_eval_runner import QUESTIONS, ROOT, options, outputs
 from offline_agent.backends import ScriptedBackend
 from offline_agent.eval.runner import run_evaluation
 
-SCRIPT = ROOT / "benchmarks" / "three_corpora.py"
-
 
 def three(*args: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, check=check)
+    command = [sys.executable, "-m", "benchmarks.answers.three_corpora", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, check=check, cwd=ROOT)
 
 
 def sample_run(folder: Path, questions: list[dict], turns: list[str], corpus: Path) -> None:
@@ -56,11 +55,8 @@ def test_an_unknown_run_name_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_ids_that_leave_a_run_no_question_leave_it_out(tmp_path: Path) -> None:
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import three_corpora
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    from benchmarks.answers import three_corpora
+
     first = json.loads(three_corpora.SAMPLE_QUESTIONS.read_text().splitlines()[0])
     subset = three_corpora.questions("sample", tmp_path, {first["id"], "pg001"})
     assert subset is not None and [json.loads(line) for line in subset.read_text().splitlines()] == [first]

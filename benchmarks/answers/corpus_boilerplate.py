@@ -17,12 +17,10 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.kit import PG_HTML
 from offline_agent.retrieval import BM25Index, IngestOptions, build_from_paths, ingest_paths
 
-MANUALS = {
-    "postgresql": Path("/usr/share/doc/postgresql-doc-15/html"),
-    "python": Path("/usr/share/doc/python3-doc/html"),
-}
+MANUALS = {"postgresql": PG_HTML, "python": Path("/usr/share/doc/python3-doc/html")}  # Debian's python3-doc
 QUERIES = [
     "how do I read a file line by line",
     "sort a list of dictionaries by a key",

@@ -4,7 +4,7 @@ Why: one completion at a time leaves most of each llama_decode call's work unsha
 about as much as reading the model's weights once, whether the batch holds one sequence's token or four; batching
 N questions' next tokens into one call makes generation nearly N times cheaper per token. Prompt evaluation is
 already batched and, on a CPU, bound by arithmetic, so it gains little: the speed-up of a whole evaluation depends
-on how much of a question's time is generation (benchmarks/parallel_bench.py measures it).
+on how much of a question's time is generation (benchmarks/speed/decoding_bench.py measures it).
 
 How: `eval --parallel N` runs N questions on N threads, each running the ordinary agent loop against the same
 LlamaCppBackend. Each thread gets a slot (a llama.cpp sequence id) on its first call and keeps it; its calls to

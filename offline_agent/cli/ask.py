@@ -16,6 +16,7 @@ from offline_agent.agents import AgentCallbacks
 from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
+from offline_agent.cli.sections import OUTPUT, place
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import append_line, check_writable_file, describe_write_error
 from offline_agent.sources import attach_sources, format_sources
@@ -140,6 +141,7 @@ def write_trace_or_report(path: Path | None, trajectory: Trajectory) -> bool:
     max_seconds_help="Stop after this many seconds from the start, loading the model or reaching its server included "
     "(stop reason timeout).",
 )
+@place({"as_json": OUTPUT, "trace": OUTPUT, "quiet": OUTPUT})
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trajectory as one JSON object on stdout.")
 @click.option(
     "--trace",

@@ -31,6 +31,7 @@ from offline_agent.cli.ask import (
 )
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
+from offline_agent.cli.sections import OUTPUT, place
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import check_writable_file
 from offline_agent.sources import attach_sources, format_sources
@@ -171,6 +172,7 @@ class ChatLoop:
     max_steps_help="Most model turns per question; the last one may only answer (see --early-stopping).",
     max_seconds_help="Stop a question after this many seconds (stop reason timeout).",
 )
+@place({"as_json": OUTPUT, "trace": OUTPUT, "quiet": OUTPUT})
 @click.option(
     "--json", "as_json", is_flag=True, help="Print each turn's whole trajectory as one JSON line instead of its answer."
 )

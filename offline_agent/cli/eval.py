@@ -17,6 +17,7 @@ import click
 from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
+from offline_agent.cli.sections import CORPUS, HTTP, LLAMACPP, OUTPUT, place
 from offline_agent.eval.corpora import SETTINGS
 
 
@@ -140,6 +141,14 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     max_seconds_help="Stop a question after this many seconds (stop reason timeout).",
     corpus=False,
 )
+@place(
+    {
+        **dict.fromkeys(("setting", "pool", "limit"), CORPUS),
+        "concurrency": HTTP,
+        "parallel": LLAMACPP,
+        **dict.fromkeys(("out", "as_json", "quiet"), OUTPUT),
+    }
+)
 @click.option(
     "--setting",
     type=click.Choice(SETTINGS),
@@ -168,7 +177,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     "--parallel",
     type=click.IntRange(1, 64),
     default=None,
-    help="llamacpp: decode N questions at once in one llama.cpp context (N sequences; a finished question's "
+    help="Decode N questions at once in one llama.cpp context (N sequences; a finished question's "
     "sequence is taken by the next). results.jsonl keeps the dataset's order. llama.cpp's logits shift with "
     "how sequences are batched, so near-ties can flip and some answers differ from --parallel 1; on 2 CPU "
     "cores it is no faster (prompts dominate) [default: 1].",

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 import click
 
+from offline_agent.cli.sections import SectionedCommand
+
 # Switches that were --X/--no-X flags and are now boolean options of a strategy (the option's key).
 _SWITCHES = (
     "grounded",
@@ -104,8 +106,9 @@ def rewrite(args: Sequence[str], *, out_short: bool, note: Callable[[str], None]
     return out
 
 
-class OptionsCommand(click.Command):
-    """A command that takes the shared run options: its old strategy flags still work (see the module doc)."""
+class OptionsCommand(SectionedCommand):
+    """A command that takes the shared run options: its old strategy flags still work (see the module doc), and its
+    help lists the options in sections (sections.py)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         note = lambda line: click.echo(line, err=True)  # noqa: E731

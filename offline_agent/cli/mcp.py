@@ -8,6 +8,7 @@ import click
 
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
+from offline_agent.cli.sections import CORPUS, place
 from offline_agent.errors import ConfigError
 
 
@@ -23,6 +24,7 @@ def _check_model(model: str | None) -> None:
 
 
 @click.command("mcp", cls=OptionsCommand)
+@place({"indexes": CORPUS})
 @click.option(
     "--index",
     "indexes",

@@ -9,6 +9,8 @@ lists them. The strategy flags these commands had before are rewritten to that f
 The backend's options (`backend_options`) default to None, so that `backend_choice` can tell an option the user
 gave from one left alone: a backend refuses an option given on the command line that it does not take, and drops
 one that only came from an environment variable (OFFLINE_AGENT_GPU_LAYERS stays harmless with --backend http).
+
+`--help` lists these options in sections (sections.py): RUN_SECTIONS below says where each one goes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from offline_agent.backends.registry import (
     BackendOptions,
     check_options,
 )
+from offline_agent.cli.sections import CORPUS, HTTP, LIMITS, LLAMACPP, LOCAL, MODEL, STRATEGY, TRANSFORMERS, place
 from offline_agent.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -201,6 +204,25 @@ def _run_config_options(max_steps_help: str, max_seconds_help: str) -> list[Deco
     ]
 
 
+# The --help section of each run option, by parameter name (sections.py); a test keeps every one placed.
+RUN_SECTIONS = {
+    "corpus": CORPUS,
+    **dict.fromkeys(("agent", "profile", "option_values", "help_options"), STRATEGY),
+    **dict.fromkeys(
+        (
+            *("max_steps", "max_seconds", "max_tokens", "temperature", "seed"),
+            *("grammar", "early_stopping", "budget_hint", "samples", "scope"),
+        ),
+        LIMITS,
+    ),
+    **dict.fromkeys(("model", "context_size", "backend"), MODEL),
+    **dict.fromkeys(("gpu_layers", "grammar_engine", "draft_tokens"), LLAMACPP),
+    "device": TRANSFORMERS,
+    **dict.fromkeys(("threads", "no_jump_forward", "verbose"), LOCAL),
+    **dict.fromkeys(("server_url", "server_kind", "server_timeout"), HTTP),
+}
+
+
 def run_options(*, max_steps_help: str, max_seconds_help: str, corpus: bool = True) -> Decorator:
     """The options of a command that answers questions, handed to it as one RunChoice in the parameter `run`:
     --model, the corpus (unless `corpus` is False: `mcp` takes --index), the strategy and its options, the run
@@ -239,7 +261,7 @@ def run_options(*, max_steps_help: str, max_seconds_help: str, corpus: bool = Tr
             run = run_choice(click.get_current_context(), params, corpus=corpus)
             return function(*args, run=run, **params)
 
-        return _stack(options)(command)
+        return place(RUN_SECTIONS)(_stack(options)(command))
 
     return apply
 
@@ -302,7 +324,8 @@ def _backend_name(ctx: click.Context, param: click.Parameter, value: str | None)
 
 
 def backend_options() -> Decorator:
-    """--backend and every backend's own settings; each help says which backend takes it."""
+    """--backend and every backend's own settings; --help lists each under the backends that take it
+    (RUN_SECTIONS)."""
     from offline_agent.backends.http import SERVER_KINDS
 
     return _stack(
@@ -315,14 +338,14 @@ def backend_options() -> Decorator:
                 show_default=True,
                 callback=_backend_name,
                 help="What runs the model: llamacpp (a GGUF in llama.cpp), transformers (a model folder or GGUF in "
-                "PyTorch) or http (a model server at --server-url) [env OFFLINE_AGENT_BACKEND].",
+                "PyTorch) or http (a model server); each one's own options follow [env OFFLINE_AGENT_BACKEND].",
             ),
             click.option(
                 "--gpu-layers",
                 type=int,
                 envvar="OFFLINE_AGENT_GPU_LAYERS",
                 default=None,
-                help="llamacpp: layers to offload to the GPU (-1: all; needs llama-cpp-python built for the GPU, "
+                help="Layers to offload to the GPU (-1: all; needs llama-cpp-python built for the GPU, "
                 "see docs/gpu.md) [env OFFLINE_AGENT_GPU_LAYERS; default 0].",
             ),
             click.option(
@@ -330,14 +353,14 @@ def backend_options() -> Decorator:
                 type=click.IntRange(1, 512),
                 envvar="OFFLINE_AGENT_THREADS",
                 default=None,
-                help="llamacpp, transformers: CPU threads [env OFFLINE_AGENT_THREADS; default: every core]. Use "
+                help="CPU threads [env OFFLINE_AGENT_THREADS; default: every core]. Use "
                 "fewer when other programs keep cores busy: llama.cpp's threads wait on each other.",
             ),
             click.option(
                 "--grammar-engine",
                 type=click.Choice(["llguidance", "llama.cpp-check", "llama.cpp"]),
                 default=None,
-                help="llamacpp: llguidance (the default) checks the sampled token and jumps forward over forced ones "
+                help="llguidance (the default) checks the sampled token and jumps forward over forced ones "
                 "(fastest); llama.cpp-check checks the sampled token with llama.cpp's grammar code (no "
                 "jump-forward); llama.cpp is llama-cpp-python's grammar= sampler (checks the whole vocabulary at "
                 "every token).",
@@ -346,13 +369,13 @@ def backend_options() -> Decorator:
                 "--no-jump-forward",
                 is_flag=True,
                 default=None,
-                help="llamacpp, transformers: sample every token, even those the grammar forces.",
+                help="Sample every token, even those the grammar forces.",
             ),
             click.option(
                 "--draft-tokens",
                 type=click.IntRange(0, 32),
                 default=None,
-                help="llamacpp: speculative decoding: guess up to N tokens ahead by copying from the prompt (what "
+                help="Speculative decoding: guess up to N tokens ahead by copying from the prompt (what "
                 "follows the last few tokens where they occurred before) and check them in one evaluation. Exact in "
                 "logic, but llama.cpp's logits shift with how tokens are batched, so near-ties can flip (2 of 11 "
                 "agent runs of the default model answered otherwise) and on 2 CPU cores it is slower. 0 turns it "
@@ -362,21 +385,21 @@ def backend_options() -> Decorator:
                 "--device",
                 type=click.Choice(["cpu", "cuda"]),
                 default=None,
-                help="transformers: where the model runs [default: cpu].",
+                help="Where the model runs [default: cpu].",
             ),
             click.option(
                 "--server-url",
                 metavar="URL",
                 envvar="OFFLINE_AGENT_SERVER_URL",
                 default=None,
-                help="http: the server's base URL, e.g. http://127.0.0.1:8080 [env OFFLINE_AGENT_SERVER_URL]; "
+                help="The server's base URL, e.g. http://127.0.0.1:8080 [env OFFLINE_AGENT_SERVER_URL]; "
                 "an API key is read from OFFLINE_AGENT_API_KEY.",
             ),
             click.option(
                 "--server-kind",
                 type=click.Choice(SERVER_KINDS),
                 default=None,
-                help="http: the server's dialect [default: detected from the server].",
+                help="The server's dialect [default: detected from the server].",
             ),
             click.option(
                 "--server-timeout",
@@ -384,14 +407,13 @@ def backend_options() -> Decorator:
                 default=None,
                 callback=_finite_seconds,
                 metavar="SECONDS",
-                help="http: seconds to wait for the server's answer to one request [default: 120].",
+                help="Seconds to wait for the server's answer to one request [default: 120].",
             ),
             click.option(
                 "--verbose",
                 is_flag=True,
                 default=None,
-                help="llamacpp, transformers: show the engine's own log on stderr (e.g. how many layers went to the "
-                "GPU).",
+                help="Show the engine's own log on stderr (e.g. how many layers went to the GPU).",
             ),
         ]
     )

@@ -9,7 +9,7 @@
   paragraphs and the PostgreSQL manual where ../shared/data and the Debian manual are there), so ordinary questions
   never meet the check.
 
-How often the default model answers with a payload, before and after: benchmarks/injection_bench.py.
+How often the default model answers with a payload, before and after: benchmarks/answers/injection_bench.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """HTML pages: their main content (no page chrome, scripts or styles), titled by `<title>`, with heading sections.
 
 What is kept and dropped is decided in `html_content.PageText`; this module feeds it the page's parse events from
-lxml (libxml2's HTML parser, in C; a core dependency). Measured on the PostgreSQL and Python manuals (benchmarks/
-README.md, "Ingestion"), pages were read 2.5x faster through lxml than through the standard library's
+lxml (libxml2's HTML parser, in C; a core dependency). Measured on the PostgreSQL and Python manuals (docs/
+results/2026-11.md, "Ingestion"), pages were read 2.5x faster through lxml than through the standard library's
 `html.parser` (which was most of the cost of indexing HTML), with the same text. selectolax's Lexbor was 10-20%
 faster still, but takes time in the square of how deep elements nest (100,000 unclosed <span>s: a minute), where
 libxml2 stops at 2,048 levels at once. Such a page, and any page where lxml cannot be imported, is read by the

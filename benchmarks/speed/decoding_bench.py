@@ -13,8 +13,8 @@ whether the answers equal those of --parallel 1.
 Timings on a shared machine are noisy: each figure is printed with the load average (`uptime`) taken before and
 after it. Asserts nothing.
 
-    python benchmarks/decoding_bench.py speculative [--model NAME] [--limit 4] [--draft-tokens 8]
-    python benchmarks/decoding_bench.py parallel [--model NAME] [--limit 8] [--parallel 1,2,4] [--draft-tokens 0]
+    python -m benchmarks.speed.decoding_bench speculative [--model NAME] [--limit 4] [--draft-tokens 8]
+    python -m benchmarks.speed.decoding_bench parallel [--model NAME] [--limit 8] [--parallel 1,2,4] [--draft-tokens 0]
                                                  [--gpu-layers 0]
 """
 
@@ -29,16 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.kit import HOTPOT_DEV, HOTPOT_POOL
 from offline_agent.agents import RunConfig
 from offline_agent.eval.corpora import open_eval_corpus
 from offline_agent.eval.datasets import load_dataset
 from offline_agent.runner import Session, load_backend, open_index
 
 # ../shared/data beside the repository, or OFFLINE_AGENT_SHARED_DATA (a git worktree elsewhere).
-SHARED = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
-SHARED = SHARED / "hotpotqa"
-HOTPOT = SHARED / "hotpot_dev200_distractor.json"
-POOL = SHARED / "hotpot_pool5716_corpus.jsonl"
+HOTPOT, POOL = HOTPOT_DEV, HOTPOT_POOL
 MAKE_RUN_QUESTION = "Which river flows through the birth city of James Joyce?"
 
 

@@ -12,9 +12,9 @@ the files the index reads (those of a supported type: what the walk finds); both
 Then the time of `index --update` after one file of a 1,000-file index changed (the first 1,000 pages of the
 PostgreSQL manual copied to a temporary folder, one page a run given a new paragraph).
 
-    python benchmarks/ingest_bench.py                              # every corpus, 3 runs each, and the update
-    python benchmarks/ingest_bench.py --repeat 1 --corpora pg      # one quick run
-    python benchmarks/ingest_bench.py --before-src /tmp/main-src   # also main's code (a checkout of it)
+    python -m benchmarks.speed.ingest_bench                              # every corpus, 3 runs each, and the update
+    python -m benchmarks.speed.ingest_bench --repeat 1 --corpora pg      # one quick run
+    python -m benchmarks.speed.ingest_bench --before-src /tmp/main-src   # also main's code (a checkout of it)
 
 Each figure is the median of --repeat runs with the smallest and largest beside it: the machine is shared, so
 the load average is printed with every run, and two runs of the same code are compared within one session only.
@@ -37,13 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
-CORPORA = {
-    "pg": Path("/usr/share/doc/postgresql-doc-15/html"),
-    "py": Path("/usr/share/doc/python3-doc/html"),
-    "pool": DATA / "hotpotqa" / "hotpot_pool5716_corpus.jsonl",
-}
+from benchmarks.kit import HOTPOT_POOL, PG_HTML, ROOT, module_command
+
+CORPORA = {"pg": PG_HTML, "py": Path("/usr/share/doc/python3-doc/html"), "pool": HOTPOT_POOL}
 WINDOW, SHARED = 200, 40
 
 
@@ -56,7 +52,6 @@ def _env(**extra: str) -> dict[str, str]:
 
 def corpus_files(path: Path) -> list[Path]:
     """The files `offline-agent index` reads under `path` (its walk, less what it skips for its type)."""
-    sys.path.insert(0, str(ROOT))
     from offline_agent.retrieval.ingest import walk
 
     entries, _ = walk([path])
@@ -64,9 +59,7 @@ def corpus_files(path: Path) -> list[Path]:
 
 
 def run_ours(path: Path, workers: int, home: Path, src: Path | None) -> dict[str, Any]:
-    env = _env(OFFLINE_AGENT_HOME=str(home))
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
+    env = _env(OFFLINE_AGENT_HOME=str(home), PYTHONPATH=str(src or ROOT))  # main's code, or this checkout's
     command = [sys.executable, "-m", "offline_agent.cli", "index", str(path), "--name", "bench", "--json"]
     command += ["--workers", str(workers)]
     start = time.perf_counter()
@@ -79,9 +72,9 @@ def run_ours(path: Path, workers: int, home: Path, src: Path | None) -> dict[str
 
 
 def run_baseline(path: Path, out: Path) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--baseline", str(path), "--out", str(out)]
+    command = [*module_command(__spec__.name), "--baseline", str(path), "--out", str(out)]
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=_env())
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=_env(), cwd=ROOT)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"baseline failed: {done.stderr.strip()[-500:]}")
@@ -134,9 +127,7 @@ def time_update(source: Path, files: int, repeat: int, workers: int, src: Path |
             shutil.copy(page, docs / page.name)
         home = tmp_path / "home"
         home.mkdir()
-        env = _env(OFFLINE_AGENT_HOME=str(home))
-        if src is not None:
-            env["PYTHONPATH"] = str(src)
+        env = _env(OFFLINE_AGENT_HOME=str(home), PYTHONPATH=str(src or ROOT))
         base = [sys.executable, "-m", "offline_agent.cli", "index"]
         subprocess.run([*base, str(docs), "--name", "u", "--workers", str(workers)], env=env, check=True, cwd=home,
                        capture_output=True)  # fmt: skip

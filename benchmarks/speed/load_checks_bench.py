@@ -10,7 +10,7 @@ Builds (once, cached under .bench/) a synthetic index of N passages, then times 
   table before the first passage is read), beside the same with `verify=False` (no checks) and a second search.
 Each figure is the median of --repeat runs with a warm page cache; nothing is asserted.
 
-    python benchmarks/load_checks_bench.py --passages 200000
+    python -m benchmarks.speed.load_checks_bench --passages 200000
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.kit import CACHE, ROOT
 
 _MEASURE = r"""
 import json, sys, time
@@ -75,14 +75,16 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    target = ROOT / ".bench" / f"load-checks-{args.passages}"
+    target = CACHE / f"load-checks-{args.passages}"
     if not (target / "manifest.json").exists():
         print(f"building {args.passages:,} synthetic passages into {target}", file=sys.stderr)
         build(args.passages, target)
     size = sum(f.stat().st_size for f in target.rglob("*.npy"))
     runs = []
     for _ in range(args.repeat + 1):  # the first run warms the page cache
-        out = subprocess.run([sys.executable, "-c", _MEASURE, str(target)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(target)], capture_output=True, text=True, check=True, cwd=ROOT
+        )
         runs.append(json.loads(out.stdout))
     runs = runs[1:]
     median = {key: statistics.median(run[key] for run in runs) * 1000 for key in runs[0]}

@@ -13,8 +13,8 @@ Rows, each the median of --repeat runs in this process:
 Then `ask` itself as a subprocess (--asks times): seconds of agent time, the first step's prompt seconds, and the
 wall clock of the whole process.
 
-    python benchmarks/startup_bench.py                   # default model, 5 repeats, 3 asks
-    python benchmarks/startup_bench.py --model smollm2-135m-instruct --asks 0
+    python -m benchmarks.speed.startup_bench                   # default model, 5 repeats, 3 asks
+    python -m benchmarks.speed.startup_bench --model smollm2-135m-instruct --asks 0
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 QUESTION = "Which river flows through the birth city of James Joyce?"
 

@@ -9,8 +9,8 @@ under", "Last updated on", "Found a bug?", "Created using Sphinx"). These string
 the two manuals; a passage about a table of contents would be counted too (none was seen). The table gives the
 fraction of passages that match, and how many match each pattern.
 
-    python benchmarks/boilerplate_bench.py --before-src /tmp/main-src    # builds the four indexes once (~10 min)
-    python benchmarks/boilerplate_bench.py --extractors                   # the extractor table only (~5 min)
+    python -m benchmarks.answers.boilerplate_bench --before-src /tmp/main-src  # builds the four indexes once (~10 min)
+    python -m benchmarks.answers.boilerplate_bench --extractors                 # the extractor table only (~5 min)
 
 Indexes are built with `offline-agent index` (main's through PYTHONPATH=--before-src) into .bench/boilerplate/
 and reused; --rebuild builds them again. The extractor part reads every page of both manuals with main's reader
@@ -32,12 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
-MANUALS = {"pg": Path("/usr/share/doc/postgresql-doc-15/html"), "py": Path("/usr/share/doc/python3-doc/html")}
-QUESTIONS = DATA / "pgdocs" / "questions.jsonl"
-CACHE = ROOT / ".bench" / "boilerplate"
+from benchmarks.kit import CACHE as BENCH_CACHE
+from benchmarks.kit import PG_HTML, ROOT
+from benchmarks.kit import PG_QUESTIONS as QUESTIONS
+
+MANUALS = {"pg": PG_HTML, "py": Path("/usr/share/doc/python3-doc/html")}
+CACHE = BENCH_CACHE / "boilerplate"
 CHROME = {
     "Prev Up / Home Next": r"\bPrev\s+Up|\bHome\s+Next\b",
     "Previous topic / Next topic": r"\bPrevious topic\b|\bNext topic\b",
@@ -65,8 +65,7 @@ def build(manual: str, code: str, src: Path | None, rebuild: bool) -> Path:
         return target
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["OFFLINE_AGENT_HOME"] = str(home)
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
+    env["PYTHONPATH"] = str(src or ROOT)  # main's code, or this checkout's (cwd is CACHE)
     command = [sys.executable, "-m", "offline_agent.cli", "index", str(MANUALS[manual]), "--name", manual]
     print(f"building {manual} with {code} code ...", file=sys.stderr)
     subprocess.run(command, env=env, check=True, capture_output=True, cwd=CACHE)

@@ -10,7 +10,7 @@ Per backend (llamacpp, transformers, http against a local `python -m llama_cpp.s
      backend at each --concurrency (questions in flight at once).
 Prints tables; asserts nothing. The figures depend on the machine and on what else runs on it.
 
-    python benchmarks/backend_bench.py [--model smollm2-135m-instruct] [--backends llamacpp,transformers,http]
+    python -m benchmarks.speed.backend_bench [--model smollm2-135m-instruct] [--backends llamacpp,transformers,http]
         [--limit 20] [--concurrency 1,2,4] [--tokens 64] [--threads N] [--server-url URL]
 """
 

@@ -10,7 +10,7 @@ the ratio of each to llama.cpp unconstrained, how often the full mask was needed
 time. Greedy decoding on warmed prompts (the prompt is cached before timing), so only generation is timed.
 Prints a table; asserts nothing.
 
-    python benchmarks/grammar_bench.py [--models a,b] [--prompts 4] [--repeat 2] [--max-tokens 96]
+    python -m benchmarks.speed.grammar_bench [--models a,b] [--prompts 4] [--repeat 2] [--max-tokens 96]
 """
 
 from __future__ import annotations

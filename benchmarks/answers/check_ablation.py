@@ -1,6 +1,6 @@
 """Each answer check and rewrite left out in turn, on the three development corpora: what it costs to be without it.
 
-    python benchmarks/check_ablation.py BASE_SET OUT [--only KEYS] [--pgdocs-index NAME] [--show] [--table]
+    python -m benchmarks.answers.check_ablation BASE_SET OUT [--only KEYS] [--pgdocs-index NAME] [--show] [--table]
 
 BASE_SET is a set of `three_corpora.py` (four run folders of the default agent at `--threads 1`, made with this
 checkout's code). For each check and rewrite (`-o without=KEY`; `--only` names some, and `a+b` leaves a family out
@@ -24,10 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from check_replay import replay  # noqa: E402  (its folder is the script's: on sys.path)
-from three_corpora import CORPORA, OFFLINE_AGENT, RUNS, pool, questions, rows_of  # noqa: E402
-
-from offline_agent.checks.pipeline import check_keys  # noqa: E402
+from benchmarks.answers.check_replay import replay
+from benchmarks.answers.three_corpora import CORPORA, OFFLINE_AGENT, RUNS, pool, questions, rows_of
+from offline_agent.checks.pipeline import check_keys
 
 
 def without(key: str) -> str:

@@ -10,7 +10,7 @@ all rows and opening one trajectory took, and the CPU seconds the browser's proc
 system, from /proc: wall times swell on a busy machine, CPU time much less). A 20 x 1 report is measured first as
 a baseline, so that on a busy machine the ratios still say what the size costs. Asserts nothing.
 
-    python benchmarks/report_bench.py [--sizes 200x7,1000x2] [--plots] [--keep DIR] [--real runs/A runs/B]
+    python -m benchmarks.speed.report_bench [--sizes 200x7,1000x2] [--plots] [--keep DIR] [--real runs/A runs/B]
 
 `--real` also builds a report of existing run folders. Each page load is measured three times (median shown).
 """

@@ -1,6 +1,6 @@
 """What each answer check did in evaluation runs: how often its refusal turned a wrong answer right, or right wrong.
 
-    python benchmarks/check_attribution.py RUN_DIR [RUN_DIR ...] [--dataset NAME=PATH ...]
+    python -m benchmarks.answers.check_attribution RUN_DIR [RUN_DIR ...] [--dataset NAME=PATH ...]
 
 Reads each run folder's results.jsonl (its config.json names the dataset; `--dataset` overrides where the file has
 moved) and, per check (the reason a refused Final records) and per run:
@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from offline_agent.checks import DEFAULT_REWRITES  # noqa: E402
-from offline_agent.eval.datasets import load_dataset  # noqa: E402
-from offline_agent.normalize import normalize_answer  # noqa: E402
+from offline_agent.checks import DEFAULT_REWRITES
+from offline_agent.eval.datasets import load_dataset
+from offline_agent.normalize import normalize_answer
 
 # The rewrites of a Final that stands, by the name their `checked` note starts with (the name part before the checks
 # writes its note otherwise: below).

@@ -1,8 +1,8 @@
 """How often a planted document dictates the answer: 20 prompt injections, each in a small corpus of its own.
 
-Each case (benchmarks/injection/cases.json) is one of four small corpora written for this benchmark
-(benchmarks/injection/<corpus>/, a few documents about a made-up town, orchestra, database or garden) plus one
-planted document (benchmarks/injection/planted/) that tries to make the agent answer with its payload: a bare
+Each case (benchmarks/answers/injection/cases.json) is one of four small corpora written for this benchmark
+(benchmarks/answers/injection/<corpus>/, a few documents about a made-up town, orchestra, database or garden) plus one
+planted document (benchmarks/answers/injection/planted/) that tries to make the agent answer with its payload: a bare
 `Final:` line, "ignore the question", chat-template tokens (ChatML, Llama 3, Gemma), a fake system message, an
 instruction in a code block, a table, an HTML comment, YAML front matter, another language, and so on. The
 question's true answer is in one of the corpus's own documents, and the planted one is written to be found by
@@ -13,7 +13,7 @@ with the model loaded once. A run is "injected" when its answer holds the payloa
 normalisation), "right" when it holds the true answer. Prints one line per case and the injection rate; asserts
 nothing. Set OFFLINE_AGENT_THREADS=1 on a shared machine.
 
-    python benchmarks/injection_bench.py [--model NAME] [--agent NAME] [--only 3,8] [--json results.json]
+    python -m benchmarks.answers.injection_bench [--model NAME] [--agent NAME] [--only 3,8] [--json results.json]
 """
 
 from __future__ import annotations

@@ -15,20 +15,17 @@ Configurations vary what can be changed without rebuilding: threads, n_batch/n_u
 cache type, and how the model file is loaded (mmap, mlock, read into memory). What needs a rebuild (instruction sets,
 OpenMP) is compared by running this script under each build's Python (`--label` names the row).
 
-    python benchmarks/llama_speed.py                                  # default model, every configuration
-    python benchmarks/llama_speed.py --configs base,threads1 --repeat 5
+    python -m benchmarks.speed.llama_speed                                  # default model, every configuration
+    python -m benchmarks.speed.llama_speed --configs base,threads1 --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 @dataclass(frozen=True)

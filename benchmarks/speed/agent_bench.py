@@ -6,7 +6,7 @@ llguidance engine and jump-forward (`--path new`, the default of `ask` and `eval
 path: seconds per question (median, p90), EM, prompt tokens evaluated against prompt tokens added per step
 (after the first step of a question), and generated tokens per step. Asserts nothing.
 
-    python benchmarks/agent_bench.py [--model NAME] [--limit 20] [--path old,new] [--hotpot PATH]
+    python -m benchmarks.speed.agent_bench [--model NAME] [--limit 20] [--path old,new] [--hotpot PATH]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from benchmarks.kit import HOTPOT_DEV
 from offline_agent.agents import RunConfig
 from offline_agent.eval import exact_match
 from offline_agent.eval.corpora import open_eval_corpus
@@ -23,7 +24,7 @@ from offline_agent.eval.datasets import load_dataset
 from offline_agent.resources import sample_questions
 from offline_agent.runner import Session, load_backend, open_index
 
-HOTPOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa" / "hotpot_dev200_distractor.json"
+HOTPOT = HOTPOT_DEV
 ENGINES = {"old": ("llama.cpp", False), "new": ("llguidance", True), "check": ("llama.cpp-check", False)}
 
 

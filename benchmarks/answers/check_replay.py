@@ -1,6 +1,6 @@
 """Which questions of a run a change to the answer checks can reach: every Final of every trajectory, checked again.
 
-    python benchmarks/check_replay.py RUN_DIR [RUN_DIR ...] [--ids FILE] [--questions FILE] [--show]
+    python -m benchmarks.answers.check_replay RUN_DIR [RUN_DIR ...] [--ids FILE] [--questions FILE] [--show]
 
 For each Final a run wrote, the one that stood and those refused, the verify strategy of the checkout this script
 is in decides again what becomes of it: the rewrite before the checks, the checks in their order (none on a step
@@ -12,8 +12,8 @@ recorded. A question whose every Final is decided as recorded keeps its path und
 `three_corpora.py run --ids`), `--questions FILE` the questions in their dataset's format (JSONL lines or a HotpotQA
 JSON list, for `offline-agent eval`); `--show` prints each decision that differs.
 
-The script puts its own checkout first on sys.path (PYTHONPATH does not change which code it runs): to replay with
-a commit's checks, run the copy of the script in a worktree of that commit.
+Run from a checkout's root, `python -m` puts that checkout first on sys.path (PYTHONPATH does not change which code
+it runs): to replay with a commit's checks, run it from the root of a worktree of that commit.
 
 Limits:
 - A check that decides with a model call of its own (`sides` and `same` weigh a yes/no or choice answer so) cannot
@@ -30,26 +30,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]  # a run's relative pool is most often relative to the repository
-sys.path.insert(0, str(ROOT))
-
-from search_replay import recorded_run, write_questions  # noqa: E402  (its folder is the script's: on sys.path)
-
-from offline_agent.agents.react import LoopState  # noqa: E402
-from offline_agent.agents.step_runner import TurnResult  # noqa: E402
-from offline_agent.backends.scripted import ScriptedBackend  # noqa: E402
-from offline_agent.checks import FinalCheck  # noqa: E402
-from offline_agent.details import Rejection  # noqa: E402
-from offline_agent.grounding import Grounding  # noqa: E402
-from offline_agent.parse import StepParseError  # noqa: E402
-from offline_agent.steps import StepRecord, Trajectory  # noqa: E402
-from offline_agent.tools import build_tools  # noqa: E402
+from benchmarks.answers.search_replay import recorded_run, write_questions
+from offline_agent.agents.react import LoopState
+from offline_agent.agents.step_runner import TurnResult
+from offline_agent.backends.scripted import ScriptedBackend
+from offline_agent.checks import FinalCheck
+from offline_agent.details import Rejection
+from offline_agent.grounding import Grounding
+from offline_agent.parse import StepParseError
+from offline_agent.steps import StepRecord, Trajectory
+from offline_agent.tools import build_tools
 
 
 class AsksTheModel(Exception):

@@ -7,8 +7,8 @@ normalizes, as a whole-word run). This is the reading half of a run that the mod
 that is not on the page cannot be copied from it. It prints, per corpus and variant, the questions whose answer
 is in the Observation, and the Observation's mean length in characters (what the prompt pays for it).
 
-    python benchmarks/observation_bench.py                       # sample, pgdocs (index pgdocs-new), dev200
-    python benchmarks/observation_bench.py --corpora pgdocs --pgdocs-index pgdocs
+    python -m benchmarks.answers.observation_bench                       # sample, pgdocs (index pgdocs-new), dev200
+    python -m benchmarks.answers.observation_bench --corpora pgdocs --pgdocs-index pgdocs
 
 `--dump FILE` writes every Observation as a JSON line (corpus, variant, question id, text): two commits' dumps
 compared say which questions a change can reach at all (a run at `--threads 1` whose Observations are the same
@@ -24,35 +24,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("OFFLINE_AGENT_SHARED_DATA") or ROOT.parent / "shared" / "data")
-sys.path.insert(0, str(ROOT))
-
-from offline_agent.agents.settings import agent_settings  # noqa: E402
-from offline_agent.eval.datasets import load_dataset  # noqa: E402
-from offline_agent.normalize import normalize_answer  # noqa: E402
-from offline_agent.retrieval import open_corpus  # noqa: E402
-from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool  # noqa: E402
-
-CORPORA = {
-    "sample": (ROOT / "corpora" / "sample" / "questions.jsonl", ROOT / "corpora" / "sample"),
-    "pgdocs": (DATA / "pgdocs" / "questions.jsonl", None),
-    "dev200": (
-        DATA / "hotpotqa" / "hotpot_dev200_distractor.json",
-        DATA / "hotpotqa" / "hotpot_pool5716_corpus.jsonl",
-    ),
-}
-
-
-def holds(observation: str, answers: tuple[str, ...]) -> bool:
-    text = f" {normalize_answer(observation)} "
-    return any(f" {a} " in text for a in (normalize_answer(x) for x in answers) if a)
+from benchmarks.kit import DEV_CORPORA as CORPORA
+from benchmarks.kit import holds
+from offline_agent.agents.settings import agent_settings
+from offline_agent.eval.datasets import load_dataset
+from offline_agent.retrieval import open_corpus
+from offline_agent.tools.corpus import CorpusSession, SearchSettings, SearchTool
 
 
 def run(corpus: str, index: Any, questions: list[Any], variants: dict[str, SearchSettings], dump: Any = None) -> None:

@@ -1,8 +1,8 @@
 """The three development corpora, run and compared together, as every change that touches answers is measured.
 
-    python benchmarks/three_corpora.py run SET [--code DIR] [--only NAMES] [--ids FILE] [-o KEY=VALUE ...]
-    python benchmarks/three_corpora.py table SET [--over BASE_SET]
-    python benchmarks/three_corpora.py diff BASE_SET NEW_SET
+    python -m benchmarks.answers.three_corpora run SET [--code DIR] [--only NAMES] [--ids FILE] [-o KEY=VALUE ...]
+    python -m benchmarks.answers.three_corpora table SET [--over BASE_SET]
+    python -m benchmarks.answers.three_corpora diff BASE_SET NEW_SET
 
 A set is a folder of four run folders of `offline-agent eval` (the default agent and model, `--threads 1`): `deva`
 and `devb`, the two halves of HotpotQA dev200 pooled over its 5,716 paragraphs; `pg`, the PostgreSQL manual's
@@ -38,21 +38,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.kit import DATA, PG_HTML, PG_QUESTIONS, SAMPLE, SAMPLE_QUESTIONS
+from benchmarks.kit import HOTPOT_DEV as DEV200
+from benchmarks.kit import HOTPOT_POOL as POOL
+from offline_agent.eval.results import RunFolder
+from offline_agent.eval.scoring import summarize
+from offline_agent.retrieval.catalog import index_path
+from offline_agent.retrieval.storage import is_index_dir
 
-from observation_bench import CORPORA as PATHS  # noqa: E402  (its folder is the script's: on sys.path)
-from observation_bench import DATA  # noqa: E402
-
-from offline_agent.eval.results import RunFolder  # noqa: E402
-from offline_agent.eval.scoring import summarize  # noqa: E402
-from offline_agent.retrieval.catalog import index_path  # noqa: E402
-from offline_agent.retrieval.storage import is_index_dir  # noqa: E402
-
-DEV200, POOL = PATHS["dev200"]
-PG_QUESTIONS = PATHS["pgdocs"][0]
-SAMPLE_QUESTIONS, SAMPLE = PATHS["sample"]
-PG_HTML = Path("/usr/share/doc/postgresql-doc-15/html")
 RUNS = ("deva", "devb", "pg", "sample")
 CORPORA = {"dev200": ("deva", "devb"), "PostgreSQL": ("pg",), "sample": ("sample",)}
 OFFLINE_AGENT = Path(sys.executable).with_name("offline-agent")

@@ -1,6 +1,6 @@
 """Which questions of a run a change to the search can reach: each question's own tool calls, replayed.
 
-    python benchmarks/search_replay.py RUN_DIR [RUN_DIR ...] [--questions FILE]
+    python -m benchmarks.answers.search_replay RUN_DIR [RUN_DIR ...] [--questions FILE]
 
 For each question of each run folder, the tool calls its trajectory made (the model's own queries, in order) are
 made again with the code of this repository as it is now, over the run's corpus, with the run's tools and search
@@ -23,21 +23,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]  # a run's relative pool is most often relative to the repository
-sys.path.insert(0, str(ROOT))
-
-from observation_bench import holds  # noqa: E402  (its folder is the script's: on sys.path)
-
-from offline_agent.agents.base import call_key  # noqa: E402
-from offline_agent.agents.settings import agent_settings  # noqa: E402
-from offline_agent.errors import ConfigError  # noqa: E402
-from offline_agent.retrieval import open_corpus  # noqa: E402
-from offline_agent.tools import DEFAULT_TOOLS, build_tools  # noqa: E402
+from benchmarks.kit import ROOT, holds  # ROOT: a run's relative pool is most often relative to the repository
+from offline_agent.agents.base import call_key
+from offline_agent.agents.settings import agent_settings
+from offline_agent.errors import ConfigError
+from offline_agent.retrieval import open_corpus
+from offline_agent.tools import DEFAULT_TOOLS, build_tools
 
 CUT = " ..."
 

@@ -5,8 +5,8 @@ result, median and p99 latency of 1-, 3- and 8-term top-10 queries, batch throug
 peer to this engine; then retrieval quality: nDCG@10 on SciFact (BEIR test split) and, for the HotpotQA dev
 questions, recall of the supporting paragraphs in the top 2, 5 and 10 of the 5,716-paragraph pool.
 
-    python benchmarks/bm25_bench.py                        # 10k, 100k, 1M synthetic + HotpotQA + quality
-    python benchmarks/bm25_bench.py --sizes 10000 --quick  # a smoke run
+    python -m benchmarks.speed.bm25_bench                        # 10k, 100k, 1M synthetic + HotpotQA + quality
+    python -m benchmarks.speed.bm25_bench --sizes 10000 --quick  # a smoke run
 
 Each engine and corpus is measured in a fresh subprocess (so peak RSS and cold load are its own). Synthetic
 corpora: Zipf (s = 1) text over a 50k-word vocabulary, 60-120 tokens per passage, cached under .bench/.
@@ -43,11 +43,8 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-HOTPOT_POOL = DATA / "hotpotqa" / "hotpot_pool5716_corpus.jsonl"
-HOTPOT_DEV = DATA / "hotpotqa" / "hotpot_dev200_distractor.json"
-SCIFACT = DATA / "scifact"
+from benchmarks.kit import CACHE, DATA, HOTPOT_DEV, HOTPOT_POOL, ROOT, SCIFACT, module_command
+
 ENGINES = ("ours", "bm25s", "rank-bm25")
 VOCAB = 50_000
 TOKEN_RE = r"[^\W_]+"
@@ -345,13 +342,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         del engine, tokens
         code = (
             "import sys, time; t0 = time.perf_counter()\n"
-            f"sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-            "import bm25_bench as b\n"
+            "from benchmarks.speed import bm25_bench as b\n"
             f"e = b.make_engine({args.engine!r}, {spec['stopwords']!r}); t1 = time.perf_counter()\n"
             f"e.load(b.Path({str(workdir / 'index')!r})); e.search({queries['3-term vocab'][0]!r})\n"
             "t2 = time.perf_counter(); print(t1 - t0, t2 - t1)\n"
         )
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
         imports, load = map(float, res.stdout.split()[-2:])
         out["cold_load_ms"] = load * 1e3
         out["import_ms"] = imports * 1e3
@@ -362,13 +358,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_measure(engine: str, spec: dict[str, Any], args: argparse.Namespace, workers: int = 1) -> dict[str, Any]:
     cmd = [
-        sys.executable, __file__, "_measure", "--engine", engine, "--spec", json.dumps(spec),
+        *module_command(__spec__.name), "_measure", "--engine", engine, "--spec", json.dumps(spec),
         "--queries", str(args.queries if engine != "rank-bm25" else args.rank_queries),
         "--batch", str(args.batch if engine != "rank-bm25" else args.rank_queries), "--workers", str(workers),
         "--repeats", str(args.repeats if engine != "rank-bm25" else 1), "--tmp", str(args.tmp),
     ]  # fmt: skip
     t = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if res.returncode != 0:
         return {"error": (res.stderr.strip().splitlines() or ["failed"])[-1]}
     out = json.loads(res.stdout.strip().splitlines()[-1])
@@ -526,7 +522,7 @@ def main() -> None:
     parser.add_argument("--no-hotpot", action="store_true")
     parser.add_argument("--no-quality", action="store_true")
     parser.add_argument("--quick", action="store_true", help="fewer queries (smoke run)")
-    parser.add_argument("--cache", type=Path, default=ROOT / ".bench")
+    parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()))
     if len(sys.argv) > 1 and sys.argv[1] == "_measure":
         sub = argparse.ArgumentParser()

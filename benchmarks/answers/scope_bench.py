@@ -4,8 +4,8 @@ Prints, for each set, how many questions were refused, how many were decided by 
 by the model call, and the seconds the check cost; then every refused in-scope question and every accepted
 out-of-scope one. Nothing is asserted.
 
-    python benchmarks/scope_bench.py                       # default model, sample corpus and its scope
-    python benchmarks/scope_bench.py --model smollm2-135m-instruct
+    python -m benchmarks.answers.scope_bench                       # default model, sample corpus and its scope
+    python -m benchmarks.answers.scope_bench --model smollm2-135m-instruct
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
