@@ -31,6 +31,13 @@ MEAN_LINE_CHARS = 300
 _HINT = "--include it to index it"
 
 
+def may_be_generated(name: str) -> bool:
+    """Whether a file called `name` is of a kind this module looks at (a script, a style sheet, JSON, a source map):
+    the walk matches only those against the --include patterns again."""
+    lower = name.lower()
+    return lower.endswith(MAP_ENDINGS) or lower[lower.rfind(".") :] in SCRIPT_SUFFIXES | INDEX_SUFFIXES
+
+
 def generated_by_name(name: str) -> str | None:
     """Why the file called `name` is a generated one ("generated file (search index; ...)"), or None."""
     lower = name.lower()

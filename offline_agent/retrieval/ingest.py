@@ -28,7 +28,7 @@ from offline_agent import incoming
 from offline_agent.retrieval.boilerplate import TitleBoilerplate, is_page
 from offline_agent.retrieval.chunking import document_passages
 from offline_agent.retrieval.duplicates import Candidate, content_key, find_duplicates, source_copy_of
-from offline_agent.retrieval.generated import asked_for, generated_by_content, generated_by_name
+from offline_agent.retrieval.generated import asked_for, generated_by_content, generated_by_name, may_be_generated
 from offline_agent.retrieval.globs import PathFilter
 from offline_agent.retrieval.passages import Passage
 from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
@@ -203,7 +203,9 @@ def _walk_one(
     if key in seen_files:
         return  # the same file reached twice through symlinks: index it once
     seen_files.add(key)
-    asked = explicit or bool(filters and asked_for(path.relative_to(root).as_posix(), filters.include))
+    asked = explicit or (
+        may_be_generated(path.name) and bool(filters) and asked_for(path.relative_to(root).as_posix(), filters.include)
+    )
     if not asked and (reason := generated_by_name(path.name)):
         skipped.append((str(path), reason))
         return
