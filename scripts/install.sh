@@ -82,6 +82,10 @@ fi
 if [ -n "$extras" ] && ! [ -d /usr/share/doc/postgresql-doc-15/html ]; then
   apt_install "a real manual for the reading and search tests" postgresql-doc-15
 fi
+# The Python manual (Sphinx HTML): a second real manual, whose pages carry a site name and a search index.
+if [ -n "$extras" ] && ! [ -d /usr/share/doc/python3-doc/html ]; then
+  apt_install "a Sphinx manual for the boilerplate tests" python3-doc
+fi
 
 if [ -n "$model" ]; then
   "$venv/bin/offline-agent" models install "$model"

@@ -112,7 +112,9 @@ def index(ctx: click.Context) -> None:
 
     Supported files: text (.txt .md .rst), .html, records (.json .jsonl .csv .tsv), e-mail (.eml .mbox), source
     code (.py .js .ts .go .rs .java .c .sql .sh ... titled by their path), and with their extras .pdf, .docx,
-    .odt, .epub and .rtf (pip install 'offline-agent[formats]' adds them all); see docs/formats.md.
+    .odt, .epub and .rtf (pip install 'offline-agent[formats]' adds them all); see docs/formats.md. Generated
+    files (search indexes, minified scripts) are skipped, and a title suffix that a site's pages all repeat is
+    left out of their titles (`index build --help`).
     Indexes live under $OFFLINE_AGENT_HOME/indexes (default: the user cache folder).
     """
     if ctx.invoked_subcommand is None:
@@ -186,6 +188,13 @@ def build(
     that matches a folder matches all it holds (docs/formats.md). --update reuses the patterns the index was
     built with; one given with --update replaces the stored one of its kind, and the files that then fall out
     are dropped from the index, those that come in are added.
+
+    Generated files are skipped, each with the reason: search indexes (Sphinx's searchindex.js), minified
+    JavaScript and CSS (a .min.js name, or lines averaging over 300 characters) and source maps; an --include
+    pattern that matches the file itself reads it ('--include searchindex.js'). A title suffix or prefix that
+    the corpus's HTML pages repeat (a site's name and version: at least 5 pages, and most pages of the folder
+    that holds them) is left out of their titles and kept with the index (`index info` shows it); see
+    docs/ingestion.md.
     """
     scope_text = None
     if scope is not None:  # importing the agents' package costs a second: only for --scope
@@ -282,6 +291,7 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         "skipped": [{"path": p, "reason": r} for p, r in ingested.skipped],
         "skipped_records": [{"path": p, "reason": r} for p, r in ingested.notes],
         "duplicates": [{"path": p, "same_as": q} for p, q in ingested.duplicates],
+        "boilerplate": report.index.extra.get("boilerplate", {}),
     }
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -297,6 +307,8 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
             f"indexed {summary['passages']:,} passages from {summary['documents']:,} documents in "
             f"{len(ingested.files):,} files into {name} ({target})"
         )
+    for line in _boilerplate_lines(summary["boilerplate"]):
+        click.echo(line)
     if ingested.duplicates:
         click.echo(
             f"{len(ingested.duplicates):,} duplicate files indexed once (the same text as another file; "
@@ -310,6 +322,15 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         lines = [(p, f"{n} skipped, first: {next(r for q, r in ingested.notes if q == p)}") for p, n in by_file.items()]
         headline = f"{len(ingested.notes)} records, messages or attachments skipped in {len(by_file)} files"
         _echo_skips("skipped inside files", lines, headline)
+
+
+def _boilerplate_lines(boilerplate: dict[str, Any]) -> list[str]:
+    """One line for each title affix found to be the corpus's boilerplate (retrieval/boilerplate.py)."""
+    return [
+        f"title {kind} left out as boilerplate: {shown(repr(affix['text']), one_line=True)} ({affix['pages']:,} pages)"
+        for kind in ("suffix", "prefix")
+        for affix in boilerplate.get(f"title_{kind}es", ())
+    ]
 
 
 def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: int = 20) -> None:
@@ -393,6 +414,8 @@ def info(name: str, verify: bool, list_duplicates: bool, as_json: bool) -> None:
     for kind in ("include", "exclude"):
         if data["ingest"].get(kind):
             click.echo(f"{kind}: " + " ".join(data["ingest"][kind]))
+    for line in _boilerplate_lines(data["boilerplate"]):
+        click.echo(line)
     if verify:
         click.echo("checksums: ok")
 

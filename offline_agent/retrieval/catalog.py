@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from offline_agent import incoming
 from offline_agent.errors import ConfigError, RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
+from offline_agent.retrieval.boilerplate import TitleBoilerplate, detect_titles, is_page
 from offline_agent.retrieval.duplicates import twins_to_read
 from offline_agent.retrieval.encode import PassageEncoder
 from offline_agent.retrieval.index import BM25Index
@@ -78,6 +79,7 @@ def describe(path: Path, *, duplicates: bool = False) -> dict[str, Any]:
         "files": len(files),
         "duplicates": len(twins),
         "ingest": extra.get("ingest", {}),
+        "boilerplate": TitleBoilerplate.from_dict(extra.get("boilerplate")).to_dict(),
     }
     if duplicates:
         data["duplicate_files"] = twins
@@ -159,6 +161,8 @@ def build_from_paths(
     read the files while this one tokenizes their passages (encode.PassageEncoder)."""
     options = options or IngestOptions()
     entries, skipped = _walk_checked(paths, options)
+    titles, page_titles = detect_titles(entries)
+    options = replace(options, titles=titles)
     if on_files is not None:
         on_files(entries)
     analyzer = analyzer if analyzer is not None else Analyzer()
@@ -174,10 +178,12 @@ def build_from_paths(
         progress=on_passages,
         encoded=encoder.encoded(ingested.passages),
     )
+    _keep_page_titles(ingested.files, page_titles)
     index.extra = {
         "roots": [incoming.file_name(Path(p).absolute()) for p in paths],
         "ingest": options.to_dict(),
         "files": ingested.files,
+        "boilerplate": options.titles.to_dict(),
     }
     return BuildReport(index, ingested, added_files=sorted(ingested.files))
 
@@ -208,11 +214,17 @@ def update_from_paths(
         options = saved_options(index)
     old_files: dict[str, dict[str, Any]] = dict(extra.get("files") or {})
     entries, skipped = _walk_checked(paths, options)
+    titles, page_titles = detect_titles(entries, old_files)
+    options = replace(options, titles=titles)
+    # Pages titled with other boilerplate than the corpus now shows are read again, as a build would title them.
+    retitle = options.titles.affixes() != TitleBoilerplate.from_dict(extra.get("boilerplate")).affixes()
     seen = {e.source for e in entries}
     to_read = [
         e
         for e in entries
-        if (f := old_files.get(e.source)) is None or (f["size"], f["mtime_ns"]) != (e.size, e.mtime_ns)
+        if (f := old_files.get(e.source)) is None
+        or (f["size"], f["mtime_ns"]) != (e.size, e.mtime_ns)
+        or (retitle and is_page(e.path))
     ]
     reading = {e.source for e in to_read}
     reading |= twins_to_read(old_files, reading | (set(old_files) - seen))
@@ -245,7 +257,8 @@ def update_from_paths(
         before = old_files.get(source)
         was_indexed = before is not None and not before.get("duplicate_of")
         is_indexed = not fingerprint.get("duplicate_of")
-        if before is not None and before.get("sha256") == fingerprint["sha256"] and was_indexed == is_indexed:
+        same = before is not None and before.get("sha256") == fingerprint["sha256"] and was_indexed == is_indexed
+        if same and not (retitle and is_indexed and is_page(source)):
             # touched but identical (or a duplicate still): keep its passages, or its note
             new_files[source] = dict(fingerprint, passages=before.get("passages", fingerprint.get("passages")))
             report.unchanged_files += 1
@@ -264,7 +277,10 @@ def update_from_paths(
     delete_ids = index.ids_of_sources(set(dropped))
     if add or delete_ids:
         index.update(add=add, delete=delete_ids, progress=on_passages, encoded=encoder.encoded(add))
-    index.extra = dict(extra, files=new_files, roots=[str(Path(p).absolute()) for p in paths], ingest=options.to_dict())
+    _keep_page_titles(new_files, page_titles)
+    roots = [str(Path(p).absolute()) for p in paths]
+    boilerplate = options.titles.to_dict()
+    index.extra = dict(extra, files=new_files, roots=roots, ingest=options.to_dict(), boilerplate=boilerplate)
     if len(index) == 0:
         raise RetrievalError(_empty_message(paths, ingested))
     return report
@@ -275,6 +291,13 @@ def saved_options(index: BM25Index) -> IngestOptions:
     --include/--exclude patterns, which `--update` applies again unless it is given others."""
     saved = (index.extra or {}).get("ingest") or {}
     return IngestOptions(**{k: v for k, v in saved.items() if k in IngestOptions.__dataclass_fields__})
+
+
+def _keep_page_titles(files: dict[str, dict[str, Any]], page_titles: dict[str, str]) -> None:
+    """Record each page's `<title>` with its file, for the next update's look at the titles (boilerplate.py)."""
+    for source, record in files.items():
+        if source in page_titles:
+            record["page_title"] = page_titles[source]
 
 
 def _walk_checked(paths: Sequence[str | Path], options: IngestOptions) -> tuple[list[FileEntry], list[tuple[str, str]]]:

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent import incoming
+from offline_agent.retrieval.boilerplate import TitleBoilerplate, is_page
 from offline_agent.retrieval.chunking import document_passages
 from offline_agent.retrieval.duplicates import Candidate, content_key, find_duplicates, source_copy_of
+from offline_agent.retrieval.generated import asked_for, generated_by_content, generated_by_name, may_be_generated
 from offline_agent.retrieval.globs import PathFilter
 from offline_agent.retrieval.passages import Passage
 from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
@@ -47,6 +49,8 @@ class IngestOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    # Found from the corpus (boilerplate.py) by the build, not given by the user: recorded apart from the options.
+    titles: TitleBoilerplate = field(default_factory=TitleBoilerplate)
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -69,7 +73,11 @@ class IngestOptions:
         return PathFilter(self.include, self.exclude)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in dataclass_fields(self)}
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in dataclass_fields(self)
+            if f.name != "titles"
+        }
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,7 @@ class FileEntry:
     doc_id: str
     size: int
     mtime_ns: int
+    read_generated: bool = False  # named on the command line or by an --include: read even if generated.py says not
 
     @property
     def source(self) -> str:
@@ -110,7 +119,7 @@ class Ingested:
 
 def _reason_kind(reason: str) -> str:
     # "not valid UTF-8 (byte 0xff at offset 3)" and "... offset 9" group together.
-    return reason.split(" (", 1)[0] if reason.startswith(("not valid UTF-8", "too large")) else reason
+    return reason.split(" (", 1)[0] if reason.startswith(("not valid UTF-8", "too large", "generated file")) else reason
 
 
 def walk(
@@ -194,10 +203,16 @@ def _walk_one(
     if key in seen_files:
         return  # the same file reached twice through symlinks: index it once
     seen_files.add(key)
+    asked = explicit or (
+        may_be_generated(path.name) and bool(filters) and asked_for(path.relative_to(root).as_posix(), filters.include)
+    )
+    if not asked and (reason := generated_by_name(path.name)):
+        skipped.append((str(path), reason))
+        return
     if not explicit and path.suffix.lower() not in supported_extensions():
         skipped.append((str(path), f"unsupported file type {path.suffix.lower()}"))
         return
-    entries.append(FileEntry(path, doc_id_for(path), st.st_size, st.st_mtime_ns))
+    entries.append(FileEntry(path, doc_id_for(path), st.st_size, st.st_mtime_ns, asked))
 
 
 def read_entry(
@@ -218,6 +233,8 @@ def read_entry(
         raise SkipFile("permission denied") from None
     except OSError as exc:
         raise SkipFile(f"unreadable ({exc.strerror or exc})") from None
+    if not entry.read_generated and (reason := generated_by_content(entry.path.name, data)):
+        raise SkipFile(reason)
     fingerprint = {"size": len(data), "mtime_ns": entry.mtime_ns, "sha256": hashlib.sha256(data).hexdigest()}
     docs, notes = read_document_file(entry.path, data, entry.doc_id, options.fields)
     del data
@@ -225,7 +242,8 @@ def read_entry(
     passages: list[Passage] = []
     for doc in docs if chunk else ():
         # a title taken from the file's name may hold its odd bytes
-        doc = dataclasses.replace(doc, title=incoming.file_name(doc.title, note=False))
+        title = incoming.file_name(doc.title, note=False)
+        doc = dataclasses.replace(doc, title=options.titles.strip_title(title) if is_page(entry.path) else title)
         size, overlap = options.chunk_size, options.chunk_overlap
         passages.extend(document_passages(doc, entry.source, size, overlap, first_id=len(passages)))
     if not chunk and any(doc.text[doc.body_start :].strip() for doc in docs):
