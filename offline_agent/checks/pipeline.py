@@ -19,16 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from offline_agent.answer_form import in_question
 from offline_agent.checks.base import AnswerRewrite, Candidate, FinalCheck, Refusal, sentence_with
 from offline_agent.checks.dates import Event, WholeDate
-from offline_agent.checks.kinds import AsksFor, Described, Kind, TypeNoun, texts
+from offline_agent.checks.kinds import AsksFor, Described, Kind, TypeNoun, about_a_place, texts
 from offline_agent.checks.names import FullName, NamePartCut, Owner
 from offline_agent.checks.pairs import Compare, Same, Shared, Sides
 from offline_agent.checks.quantities import Unit
 from offline_agent.checks.reading import OneSide, Unread
 from offline_agent.checks.referents import Referent, Referred
-from offline_agent.checks.wording import InQuestion
+from offline_agent.checks.wording import InQuestion, in_question
 from offline_agent.details import RefusalDetails
 from offline_agent.errors import ConfigError
 from offline_agent.tools.titles import bare_title
@@ -164,11 +163,11 @@ class CheckPipeline:
 
     def _with_document(self, candidate: Candidate, refusal: str) -> str:
         """`refusal` with the refused answer's own document shown (and, with read_hop, read alone)."""
-        place = candidate.form.about_a_place
+        place = about_a_place(candidate.form)
         shown = candidate.open("open_named", candidate.answer, exclude_seen=False, place=place)
         if shown is None:
             return refusal
-        own = candidate.own_document() if self.read_hop else None
+        own = candidate.own_document(place) if self.read_hop else None
         read = None
         if own is not None:
             read = self._read_alone(candidate, candidate.answer, candidate.host.fit(own), candidate.question)
