@@ -19,7 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from offline_agent.checks.base import AnswerRewrite, Candidate, FinalCheck, Refusal, sentence_with
+from offline_agent.checks.base import (
+    CLOSED,
+    EVERY_FORM,
+    OPEN,
+    AnswerRewrite,
+    Candidate,
+    FinalCheck,
+    Refusal,
+    sentence_with,
+)
 from offline_agent.checks.dates import Event, WholeDate
 from offline_agent.checks.kinds import AsksFor, Described, Kind, TypeNoun, about_a_place, texts
 from offline_agent.checks.names import FullName, NamePartCut, Owner
@@ -65,6 +74,32 @@ def check_keys(
 ) -> tuple[str, ...]:
     """The keys of the checks and then of the rewrites, in their order."""
     return tuple(key_of(item.name) for item in (*checks, *rewrites))
+
+
+def checks_table(
+    checks: Sequence[FinalCheck] = DEFAULT_CHECKS, rewrites: Sequence[AnswerRewrite] = DEFAULT_REWRITES
+) -> str:
+    """The checks and then the rewrites, in their order, as a Markdown table: each one's `-o without=` key, what it
+    is, the answers it looks at, what becomes of an answer it refuses, and its module. checks/__init__.py's
+    docstring ends with it and docs/answers.md holds it (a test keeps the two equal), so neither restates the list
+    by hand."""
+    rows = ["| # | key | what | answers | a refused answer (exclude_refused) | module |", "|---:|---|---|---|---|---|"]
+    for check in checks:
+        forms = _FORMS.get(check.forms, ", ".join(sorted(check.forms)))
+        refused = "excluded" if check.excludes else "may be written again"
+        rows.append(_row(len(rows) - 1, check, "check", forms, refused))
+    for rewrite in rewrites:
+        stage = "before" if rewrite.before_checks else "after"
+        rows.append(_row(len(rows) - 1, rewrite, f"rewrite, {stage} the checks", "", ""))
+    return "\n".join(rows)
+
+
+def _row(number: int, item: FinalCheck | AnswerRewrite, *cells: str) -> str:
+    module = type(item).__module__.removeprefix("offline_agent.checks.")
+    return " | ".join([f"| {number}", f"`{key_of(item.name)}`", *cells, f"{module} |"])
+
+
+_FORMS = {OPEN: "open", CLOSED: "yes/no, choice", EVERY_FORM: "every form"}
 
 
 def split_keys(without: str) -> list[str]:
