@@ -28,7 +28,8 @@ An open question may also say what kind of answer it wants (`wants`): a year or 
 it wait?"), or a number ("How many ...", "how much", "how old", ..., or "What was the population / number /
 attendance ... of ...?"). `AnswerForm.fits` says whether an answer is of that kind: it has a digit or a number
 word in it, a number is no year ("1959" for "How many copies ... sold?", "in 1978"), and a date no bare number of
-one to three digits ("17"). The grammar of a step no check sees offers only answers that fit.
+one to three digits ("17"). On a step no check sees, the verify strategy's grammar offers only the spans read
+that fit, where the run has read any.
 
 What else a question asks (a kind of thing, the event a date dates, a part of a name, two things side by side, a
 thing it refers to and does not name) is read by the check that acts on it, in its own module of

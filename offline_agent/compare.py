@@ -3,9 +3,9 @@
 Why: a 1.5B model that has read "Mount Kilimanjaro ... at 5,895 metres" and "Mount Elbrus ... a height of 5,642
 metres" still answers "Mount Elbrus" to "Which is higher, Mount Kilimanjaro or Mount Elbrus?" about as often as
 not: it reads both numbers and then guesses which is larger. Twelve of the 25 sample questions the default agent
-got wrong were such comparisons. Comparing two numbers is not a language task, so verify.py does it: when the
-model picks an option whose number loses, the refusal shows both numbers and which is larger, and the model
-answers again.
+got wrong were such comparisons. Comparing two numbers is not a language task, so the `compare` check
+(checks/pairs.py) does it: when the model picks an option whose number loses, the refusal shows both numbers and
+which is larger, and the model answers again.
 
 What is compared (`comparison`), from the question's comparative word:
 - `time`: first, earlier, earliest, older, oldest, sooner (the smaller year wins); later, latest, younger,
@@ -22,7 +22,9 @@ What is compared (`comparison`), from the question's comparative word:
   members"); a number written like a year (1000-2099, no comma) is not a count. This comes before `size`, so
   "Which is higher, A or B?" is still a height.
 - `same` (same_year): "Were A and B born in the same year?" (`paired_subjects`): the two years, read the
-  same way, are equal or not; verify.py's `same` check answers yes or no by them.
+  same way, are equal or not; the `same` check answers yes or no by them. `paired_subjects` reads the two things
+  a yes/no question asks one thing of ("Are both A and B X?", "Were A and B born in the same year?"), for this
+  and for the `sides` and `same` checks.
 The options are the two names around the question's "or" (answer_form.choice_options: "Which is higher, A or
 B?", "Which band, A or B, had more members?", "Which opened first A or B?"). Anything else (no comparative, no
 options, a number with no unit, equal numbers) gives no verdict, and the model's answer stands.
