@@ -142,36 +142,50 @@ class Kind(Check):
         return Refusal(self.name, observation, show_document=shows)
 
 
-class AsksFor(Check):
+class _DefinitionCheck(Check):
+    """A check of an answer by its own document's first sentence, which says what the answer is; the refusal shows
+    that document."""
+
+    says_search = True
+
+    def refuse(self, candidate: Candidate) -> Refusal | None:
+        form = candidate.form
+        sentence = _definition(candidate) if self.applies(form) else None
+        text = self.judge(form, candidate.answer, sentence) if sentence is not None else None
+        return Refusal(self.name, text, show_document=True) if text is not None else None
+
+    def applies(self, form: AnswerForm) -> bool:
+        raise NotImplementedError
+
+    def judge(self, form: AnswerForm, answer: str, sentence: str) -> str | None:
+        """The refusal's Observation where `sentence` shows the answer wrong, else None."""
+        raise NotImplementedError
+
+
+class AsksFor(_DefinitionCheck):
     name = "asks_for"
-    says_search = True
 
-    def refuse(self, candidate: Candidate) -> Refusal | None:
-        form = candidate.form
-        kind = asks_for(form)
-        sentence = _definition(candidate) if kind else None
-        if sentence is None or describes(form, sentence):
+    def applies(self, form: AnswerForm) -> bool:
+        return bool(asks_for(form))
+
+    def judge(self, form: AnswerForm, answer: str, sentence: str) -> str | None:
+        if describes(form, sentence):
             return None
-        text = texts()["asks_for"].format(
-            kind=" ".join(kind), answer=candidate.answer, definition=sentence, question=form.question
-        )
-        return Refusal(self.name, text, show_document=True)
+        kind = " ".join(asks_for(form))
+        return texts()["asks_for"].format(kind=kind, answer=answer, definition=sentence, question=form.question)
 
 
-class Described(Check):
+class Described(_DefinitionCheck):
     name = "described"
-    says_search = True
 
-    def refuse(self, candidate: Candidate) -> Refusal | None:
-        form = candidate.form
-        sentence = _definition(candidate) if described(form) else None
-        kind = description_in(form, sentence) if sentence is not None else None
-        if kind is None or predicate_describes(form, sentence or ""):
+    def applies(self, form: AnswerForm) -> bool:
+        return bool(described(form))
+
+    def judge(self, form: AnswerForm, answer: str, sentence: str) -> str | None:
+        kind = description_in(form, sentence)
+        if kind is None or predicate_describes(form, sentence):
             return None
-        text = texts()["described"].format(
-            answer=candidate.answer, kind=kind, definition=sentence, question=form.question
-        )
-        return Refusal(self.name, text, show_document=True)
+        return texts()["described"].format(answer=answer, kind=kind, definition=sentence, question=form.question)
 
 
 class TypeNoun:

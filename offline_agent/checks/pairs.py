@@ -46,10 +46,15 @@ def _texts() -> dict[str, str]:
     return prompt_table("answer_checks.toml", "pairs")
 
 
-class Compare(Check):
-    name = "compare"
+class _Weighing(Check):
+    """A check that weighs a yes/no or choice answer against the documents."""
+
     forms = CLOSED
     weighs = True
+
+
+class Compare(_Weighing):
+    name = "compare"
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         question, answer = candidate.question, candidate.answer
@@ -78,16 +83,31 @@ class Compare(Check):
         return Refusal(self.name, text)
 
 
-class Sides(Check):
-    name = "sides"
-    forms = CLOSED
-    weighs = True
+class _PairCheck(_Weighing):
+    """A check that weighs a yes/no or choice answer about two things against each thing's own document; `same`
+    says which pairs it weighs (those of a "same" question, or the others)."""
+
+    same = False
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         sides = _sides_of(candidate)
-        if sides is None or sides[0] == "same":
+        if sides is None or (sides[0] == "same") != self.same:
             return None
         _, given, options, documents = sides
+        return self.weigh(candidate, given, options, documents)
+
+    def weigh(
+        self, candidate: Candidate, given: str, options: tuple[str, str] | None, documents: tuple[Named, Named]
+    ) -> Refusal | None:
+        raise NotImplementedError
+
+
+class Sides(_PairCheck):
+    name = "sides"
+
+    def weigh(
+        self, candidate: Candidate, given: str, options: tuple[str, str] | None, documents: tuple[Named, Named]
+    ) -> Refusal | None:
         checked: dict[str, str] = {}
         for title, text in documents:
             user = _texts()["sides_user"].format(
@@ -114,16 +134,13 @@ class Sides(Check):
         return Refusal(self.name, text)
 
 
-class Same(Check):
+class Same(_PairCheck):
     name = "same"
-    forms = CLOSED
-    weighs = True
+    same = True
 
-    def refuse(self, candidate: Candidate) -> Refusal | None:
-        sides = _sides_of(candidate)
-        if sides is None or sides[0] != "same":
-            return None
-        _, given, _, documents = sides
+    def weigh(
+        self, candidate: Candidate, given: str, options: tuple[str, str] | None, documents: tuple[Named, Named]
+    ) -> Refusal | None:
         how = same_year(candidate.question)
         if how is None:
             return self._values(candidate, given, documents)
@@ -219,14 +236,8 @@ class Shared(Check):
         listed = listing((title, first_sentence(text)) for title, text in texts.items())
         candidate.host.read(candidate, listed)
         first, second = (bare_title(title) for title, _ in found)
-        text = _texts()["shared"].format(
-            answer=candidate.answer,
-            where=where,
-            first=first,
-            second=second,
-            documents=listed,
-            question=candidate.question,
-        )
+        sides = {"first": first, "second": second, "documents": listed}
+        text = _texts()["shared"].format(answer=candidate.answer, where=where, question=candidate.question, **sides)
         return Refusal(self.name, text)
 
 
