@@ -9,7 +9,7 @@ version can be read back, compared and scored without a model. A step's `details
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar
 
 from offline_agent.details import StepDetails, details_type
@@ -80,6 +80,16 @@ class Turn:
         return cls(question=data["question"], answer=data.get("answer"))
 
 
+_Summed = TypeVar("_Summed", "Usage", "Timings")
+
+
+def _add_fields(total: _Summed, other: _Summed) -> _Summed:
+    """`total` with each of `other`'s fields added to its own, in place (Usage and Timings sum so)."""
+    for item in fields(total):
+        setattr(total, item.name, getattr(total, item.name) + getattr(other, item.name))
+    return total
+
+
 @dataclass
 class Usage:
     """Token counts of one backend call (or a sum of them)."""
@@ -89,10 +99,7 @@ class Usage:
     generated_tokens: int = 0
 
     def __iadd__(self, other: Usage) -> Usage:
-        self.prompt_tokens += other.prompt_tokens
-        self.cached_tokens += other.cached_tokens
-        self.generated_tokens += other.generated_tokens
-        return self
+        return _add_fields(self, other)
 
     @property
     def evaluated_tokens(self) -> int:
@@ -111,11 +118,7 @@ class Timings:
     compile_s: float = 0.0
 
     def __iadd__(self, other: Timings) -> Timings:
-        self.prompt_s += other.prompt_s
-        self.generate_s += other.generate_s
-        self.grammar_s += other.grammar_s
-        self.compile_s += other.compile_s
-        return self
+        return _add_fields(self, other)
 
 
 @dataclass
