@@ -80,26 +80,25 @@ class Turn:
         return cls(question=data["question"], answer=data.get("answer"))
 
 
-_Summed = TypeVar("_Summed", "Usage", "Timings")
+_Summed = TypeVar("_Summed", bound="_Sums")
 
 
-def _add_fields(total: _Summed, other: _Summed) -> _Summed:
-    """`total` with each of `other`'s fields added to its own, in place (Usage and Timings sum so)."""
-    for item in fields(total):
-        setattr(total, item.name, getattr(total, item.name) + getattr(other, item.name))
-    return total
+class _Sums:
+    """A dataclass of numbers that `+=` sums field by field (Usage, Timings)."""
+
+    def __iadd__(self: _Summed, other: _Summed) -> _Summed:
+        for item in fields(self):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+        return self
 
 
 @dataclass
-class Usage:
+class Usage(_Sums):
     """Token counts of one backend call (or a sum of them)."""
 
     prompt_tokens: int = 0
     cached_tokens: int = 0
     generated_tokens: int = 0
-
-    def __iadd__(self, other: Usage) -> Usage:
-        return _add_fields(self, other)
 
     @property
     def evaluated_tokens(self) -> int:
@@ -108,7 +107,7 @@ class Usage:
 
 
 @dataclass
-class Timings:
+class Timings(_Sums):
     """Seconds spent in one backend call: evaluating the prompt, generating, inside the grammar, and compiling
     a grammar the backend had not seen (every step of a grounded run has a new one)."""
 
@@ -116,9 +115,6 @@ class Timings:
     generate_s: float = 0.0
     grammar_s: float = 0.0
     compile_s: float = 0.0
-
-    def __iadd__(self, other: Timings) -> Timings:
-        return _add_fields(self, other)
 
 
 @dataclass
