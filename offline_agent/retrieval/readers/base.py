@@ -18,12 +18,6 @@ class SkipFile(Exception):
     """A file that is skipped as a whole; the message is the reason."""
 
 
-def unreadable(what: str, exc: Exception) -> SkipFile:
-    """The skip of a file its library failed on (they raise many kinds on damaged files): "unreadable PDF
-    (PdfReadError: ...)", the library's message cut to 80 characters."""
-    return SkipFile(f"unreadable {what} ({type(exc).__name__}: {str(exc)[:80]})")
-
-
 @dataclass(frozen=True)
 class Fields:
     """Which record fields hold the text, the title and the id (None: try the usual names)."""

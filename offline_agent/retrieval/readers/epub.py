@@ -24,7 +24,7 @@ from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra, unreadable
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 from offline_agent.retrieval.readers.xhtml import add_xhtml
 
@@ -55,7 +55,7 @@ class EPUBReader:
         except SkipFile:
             raise
         except Exception as exc:  # ebooklib and lxml raise many kinds on damaged books
-            raise unreadable("EPUB", exc) from None
+            raise SkipFile(f"unreadable EPUB ({type(exc).__name__}: {str(exc)[:80]})") from None
         return [doc for doc in docs if doc.text], []
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from xml.parsers import expat
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra, unreadable
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 
 _TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -55,7 +55,7 @@ class ODTReader:
             _add_blocks(document.text, outline)
             title = next((one_line(_text(e)) for e in document.meta.childNodes if e.qname == _DC_TITLE), "")
         except Exception as exc:  # odfpy's SAX parser and zipfile raise many kinds on damaged parts
-            raise unreadable("ODT", exc) from None
+            raise SkipFile(f"unreadable ODT ({type(exc).__name__}: {str(exc)[:80]})") from None
         title = title or outline.first_heading() or path.stem
         return [Document(doc_id, title, outline.text, sections=tuple(outline.sections))], []
 

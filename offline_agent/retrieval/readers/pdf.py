@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra, unreadable
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 
 PAGE_BREAK = "\n\n"
 
@@ -28,7 +28,7 @@ class PDFReader:
         except SkipFile:
             raise
         except Exception as exc:  # pypdf raises many kinds on damaged files
-            raise unreadable("PDF", exc) from None
+            raise SkipFile(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:80]})") from None
         starts, offset = [], 0
         for page in pages:
             starts.append(offset)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra, unreadable
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import one_line
 
 _TITLE = re.compile(r"\{\\title\s?([^{}]*)\}")
@@ -39,5 +39,5 @@ class RTFReader:
             found = _TITLE.search(source[:65536])
             title = one_line(rtf_to_text("{\\rtf1 " + found.group(1) + "}", errors="ignore")) if found else ""
         except Exception as exc:  # striprtf on a damaged control word
-            raise unreadable("RTF", exc) from None
+            raise SkipFile(f"unreadable RTF ({type(exc).__name__}: {str(exc)[:80]})") from None
         return [Document(doc_id, title or path.stem, text.strip())], []

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent.retrieval.readers.archive import open_zip
-from offline_agent.retrieval.readers.base import Document, Fields, import_extra, unreadable
+from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
@@ -37,7 +37,7 @@ class DocxReader:
             outline, styled_title = _outline(document)
             title = one_line(document.core_properties.title or "") or styled_title or outline.first_heading()
         except Exception as exc:  # python-docx and lxml raise many kinds on damaged parts
-            raise unreadable("DOCX", exc) from None
+            raise SkipFile(f"unreadable DOCX ({type(exc).__name__}: {str(exc)[:80]})") from None
         sections = tuple(outline.sections)
         return [Document(doc_id, title or path.stem, outline.text, sections=sections)], []
 
