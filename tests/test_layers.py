@@ -15,7 +15,7 @@ The layers, lowest first (a module may import its own layer and those below it, 
     7. agents      the strategies, their run config, options and profiles
     8. runner      Session: a backend, a corpus and a strategy assembled; sources: the passages a run rests on
     9. eval        datasets, metrics, the evaluation runner, reports
-   10. entry       mcp_server, cli, serve, and the package's own __init__ (the public API)
+   10. entry       mcp_server, serve (the HTTP server), cli, and the package's own __init__ (the public API)
 
 Every import statement of every module counts, wherever it stands: at the top, inside a function, or under
 TYPE_CHECKING (a type-only import is still an arrow a reader follows). Within a layer, modules may import each
@@ -62,7 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("agents", ("agents",)),
     ("runner", ("runner", "sources")),
     ("eval", ("eval",)),
-    ("entry", ("mcp_server", "cli", "serve", "")),  # "": the package's __init__, the public API
+    ("entry", ("mcp_server", "serve", "cli", "")),  # "": the package's __init__, the public API
 ]
 LAYER_OF = {part: rank for rank, (_, parts) in enumerate(LAYERS) for part in parts}
 
