@@ -3,9 +3,9 @@
 Why: a 1.5B model that has read "Mount Kilimanjaro ... at 5,895 metres" and "Mount Elbrus ... a height of 5,642
 metres" still answers "Mount Elbrus" to "Which is higher, Mount Kilimanjaro or Mount Elbrus?" about as often as
 not: it reads both numbers and then guesses which is larger. Twelve of the 25 sample questions the default agent
-got wrong were such comparisons. Comparing two numbers is not a language task, so verify.py does it: when the
-model picks an option whose number loses, the refusal shows both numbers and which is larger, and the model
-answers again.
+got wrong were such comparisons. Comparing two numbers is not a language task, so the `compare` check
+(checks/pairs.py) does it: when the model picks an option whose number loses, the refusal shows both numbers and
+which is larger, and the model answers again.
 
 What is compared (`comparison`), from the question's comparative word:
 - `time`: first, earlier, earliest, older, oldest, sooner (the smaller year wins); later, latest, younger,
@@ -21,8 +21,10 @@ What is compared (`comparison`), from the question's comparative word:
   words (within a few words: "atomic number 79", "a population of 8,336,817") or before the last of them ("47
   members"); a number written like a year (1000-2099, no comma) is not a count. This comes before `size`, so
   "Which is higher, A or B?" is still a height.
-- `same` (same_year): "Were A and B born in the same year?" (answer_form.paired_subjects): the two years, read the
-  same way, are equal or not; verify.py's `same` check answers yes or no by them.
+- `same` (same_year): "Were A and B born in the same year?" (`paired_subjects`): the two years, read the
+  same way, are equal or not; the `same` check answers yes or no by them. `paired_subjects` reads the two things
+  a yes/no question asks one thing of ("Are both A and B X?", "Were A and B born in the same year?"), for this
+  and for the `sides` and `same` checks.
 The options are the two names around the question's "or" (answer_form.choice_options: "Which is higher, A or
 B?", "Which band, A or B, had more members?", "Which opened first A or B?"). Anything else (no comparative, no
 options, a number with no unit, equal numbers) gives no verdict, and the model's answer stands.
@@ -33,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from offline_agent.answer_form import choice_options, paired_subjects, reads_as_year
+from offline_agent.answer_form import AUXILIARIES, choice_options, reads_as_year
 from offline_agent.retrieval.sentences import split_sentences
 
 _SMALLER_YEAR = frozenset(["first", "earlier", "earliest", "older", "oldest", "sooner"])
@@ -136,7 +138,7 @@ def _counted(question: str, word: str, named: set[str]) -> tuple[str, ...]:
 
 def same_year(question: str) -> Comparison | None:
     """The comparison of a "same year" question ("Were A and B born in the same year?",
-    answer_form.paired_subjects): a time comparison of its two subjects, as the question writes them (the second
+    paired_subjects): a time comparison of its two subjects, as the question writes them (the second
     may run on to the end of the question; the caller finds the name it opens with); its verdict is whether the two
     years are equal. The cues are the question's lower-case words (names are capitalised), plain words aside."""
     pair = paired_subjects(question)
@@ -207,3 +209,28 @@ def winner(how: Comparison, first: Measure, second: Measure) -> int | None:
 
 
 __all__ = ["Comparison", "Measure", "comparison", "measure", "same_year", "winner"]
+
+
+def paired_subjects(question: str) -> tuple[str, str, str] | None:
+    """The two things a yes/no question asks one thing about, and how: ("both", A, B) for "Are both A and B X?" and
+    "Are A and B both X?" (X must hold of each), ("same", A, B) for "Were A and B born in the same year?"; None
+    for any other question. A and B are the question's text around its first "and" (or "or", as in "Are both A or
+    B X?"): the first ends at it, the second runs on to "both" or to the end, so it may carry the rest of the
+    question ("Affiliated Managers Group based in Massachusetts"); the caller finds the name it opens with."""
+    words = question.split()
+    if len(words) < 4 or words[0].lower() not in AUXILIARIES:
+        return None
+    lowered = {word.lower().strip(",?") for word in words}
+    if "different" in lowered or "neither" in lowered or "either" in lowered:
+        return None
+    how = "same" if "same" in lowered else "both" if "both" in lowered else None
+    if how is None:
+        return None
+    rest = re.sub(r"^both\s+", "", " ".join(words[1:]), flags=re.IGNORECASE)
+    joined = re.search(r",?\s+and\s+", rest) or re.search(r",?\s+or\s+", rest)
+    if joined is None:
+        return None
+    first, second = rest[: joined.start()], rest[joined.end() :]
+    second = re.split(r",?\s+both\b", second, maxsplit=1, flags=re.IGNORECASE)[0]
+    first, second = first.strip(" ,?"), second.strip(" ,?")
+    return (how, first, second) if first and second else None

@@ -9,7 +9,7 @@ version can be read back, compared and scored without a model. A step's `details
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar
 
 from offline_agent.details import StepDetails, details_type
@@ -80,19 +80,25 @@ class Turn:
         return cls(question=data["question"], answer=data.get("answer"))
 
 
+_Summed = TypeVar("_Summed", bound="_Sums")
+
+
+class _Sums:
+    """A dataclass of numbers that `+=` sums field by field (Usage, Timings)."""
+
+    def __iadd__(self: _Summed, other: _Summed) -> _Summed:
+        for item in fields(self):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+        return self
+
+
 @dataclass
-class Usage:
+class Usage(_Sums):
     """Token counts of one backend call (or a sum of them)."""
 
     prompt_tokens: int = 0
     cached_tokens: int = 0
     generated_tokens: int = 0
-
-    def __iadd__(self, other: Usage) -> Usage:
-        self.prompt_tokens += other.prompt_tokens
-        self.cached_tokens += other.cached_tokens
-        self.generated_tokens += other.generated_tokens
-        return self
 
     @property
     def evaluated_tokens(self) -> int:
@@ -101,7 +107,7 @@ class Usage:
 
 
 @dataclass
-class Timings:
+class Timings(_Sums):
     """Seconds spent in one backend call: evaluating the prompt, generating, inside the grammar, and compiling
     a grammar the backend had not seen (every step of a grounded run has a new one)."""
 
@@ -109,13 +115,6 @@ class Timings:
     generate_s: float = 0.0
     grammar_s: float = 0.0
     compile_s: float = 0.0
-
-    def __iadd__(self, other: Timings) -> Timings:
-        self.prompt_s += other.prompt_s
-        self.generate_s += other.generate_s
-        self.grammar_s += other.grammar_s
-        self.compile_s += other.compile_s
-        return self
 
 
 @dataclass

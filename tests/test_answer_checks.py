@@ -8,21 +8,25 @@ from support import make_agent
 
 from offline_agent.agents import ReActAgent, agent_class
 from offline_agent.agents.verify import MAX_REFUSALS, VerifyAgent, refused_first_word
-from offline_agent.answer_form import (
-    answer_form,
-    choice_options,
-    compares,
-    dates_with_year,
-    in_question,
-    name_part,
-    paired_subjects,
-    part_of_name,
-    shared_subjects,
-    which_of_options,
-)
+from offline_agent.answer_form import answer_form, choice_options, compares, which_of_options
 from offline_agent.backends import ScriptedBackend
+from offline_agent.checks.dates import dates_event, dates_with_year, event_of, whole_date
+from offline_agent.checks.kinds import (
+    about_a_place,
+    asks_for,
+    counted_in,
+    described,
+    describes,
+    description_in,
+    predicate_describes,
+    type_of,
+    with_noun,
+)
+from offline_agent.checks.names import name_part, name_part_asked, owner, part_of_name
+from offline_agent.checks.pairs import shared_subjects
 from offline_agent.checks.reading import cut_short
-from offline_agent.compare import comparison, measure, same_year, winner
+from offline_agent.checks.wording import in_question
+from offline_agent.compare import comparison, measure, paired_subjects, same_year, winner
 from offline_agent.errors import StepParseError
 from offline_agent.grammar import GbnfChecker, GrammarSpec, ToolSpec, build_grammar
 from offline_agent.grounding import Grounding
@@ -400,7 +404,7 @@ def refused_then(index, question: str, search: str, first: str, second: str):
 
 
 @pytest.mark.parametrize(
-    ("question", "answer", "owner"),
+    ("question", "answer", "person"),
     [
         ("Who wrote the book?", 'J. R. R. Tolkien\'s "The Hobbit", a novel', "J. R. R. Tolkien"),
         ("Who wrote the book?", "Tolkien's novel", "Tolkien"),
@@ -409,8 +413,8 @@ def refused_then(index, question: str, search: str, first: str, second: str):
         ("What did Tolkien write?", 'Tolkien\'s "The Hobbit"', None),  # not a who question
     ],
 )  # fmt: skip
-def test_the_owner_of_a_possessive_answers_a_who_question(question: str, answer: str, owner) -> None:
-    assert answer_form(question).owner(answer) == owner
+def test_the_owner_of_a_possessive_answers_a_who_question(question: str, answer: str, person) -> None:
+    assert owner(answer_form(question), answer) == person
 
 
 def test_a_who_question_answered_with_a_persons_work_gives_the_person(tmp_path) -> None:
@@ -586,7 +590,7 @@ def test_a_year_does_not_fit_a_count_nor_a_short_number_a_date() -> None:
     ],
 )
 def test_the_event_a_date_question_dates(question: str, event: str | None) -> None:
-    assert answer_form(question).event == event
+    assert event_of(answer_form(question)) == event
 
 
 @pytest.mark.parametrize(
@@ -628,7 +632,7 @@ def test_the_event_a_date_question_dates(question: str, event: str | None) -> No
     ],
 )
 def test_a_sentence_dates_the_event_asked_about(question: str, sentence: str, answer: str, dates: bool) -> None:
-    assert answer_form(question).dates_event(sentence, answer) is dates
+    assert dates_event(answer_form(question), sentence, answer) is dates
 
 
 def test_event_refuses_the_date_of_something_else_and_shows_its_sentence(tiny_index) -> None:
@@ -711,7 +715,7 @@ def test_a_number_that_is_no_year_answers_a_which_noun_question(tmp_path, questi
     ],
 )
 def test_a_number_followed_by_what_the_question_counts_is_a_count(question, sentence, answer, counted) -> None:
-    assert answer_form(question).counted_in(answer, sentence) is counted
+    assert counted_in(answer_form(question), answer, sentence) is counted
 
 
 def test_kind_lets_a_count_written_without_a_comma_stand(tmp_path) -> None:
@@ -794,7 +798,7 @@ def test_kind_shows_the_document_of_a_name_given_for_a_number(tiny_index) -> Non
 
 
 @pytest.mark.parametrize(
-    ("question", "asks_for"),
+    ("question", "kind"),
     [
         ("Which river flows through the birth city of James Joyce?", ("river",)),
         ("What city hosted the 1936 Summer Olympics?", ("city",)),
@@ -814,37 +818,37 @@ def test_kind_shows_the_document_of_a_name_given_for_a_number(tiny_index) -> Non
         ("Who was born first, Marie Curie or Pierre Curie?", ()),  # a choice
     ],
 )
-def test_the_kind_of_thing_a_question_asks_for(question: str, asks_for: tuple[str, ...]) -> None:
-    assert answer_form(question).asks_for == asks_for
+def test_the_kind_of_thing_a_question_asks_for(question: str, kind: tuple[str, ...]) -> None:
+    assert asks_for(answer_form(question)) == kind
 
 
 def test_a_first_sentence_describes_the_kind_asked_for_in_singular_or_plural() -> None:
     form = answer_form("Which churches stand in the old town of Gdansk?")
-    assert form.describes("St. Mary's Church is a Gothic church in Gdansk.")
-    assert not form.describes("Gdansk is a port city on the Baltic coast.")
-    assert answer_form("What is the capital of Poland?").describes("anything at all")
+    assert describes(form, "St. Mary's Church is a Gothic church in Gdansk.")
+    assert not describes(form, "Gdansk is a port city on the Baltic coast.")
+    assert describes(answer_form("What is the capital of Poland?"), "anything at all")
 
 
 def test_a_noun_the_same_in_both_numbers_is_not_cut_to_a_false_singular() -> None:
     # dev200: "Daredevil", the right answer, was refused as no show: "series" was read as "sery", so a document
     # that says it is "a television series" named no word that a show is also called.
     form = answer_form("After what show released on Netflix earlier did the shows lead to the miniseries?")
-    assert form.asks_for == ("show",)
-    assert form.describes("Marvel's Daredevil, or simply Daredevil, is an American web television series.")
-    assert form.predicate_describes("Daredevil is an American web television series created for Netflix.")
-    assert answer_form("Which city hosted the games?").describes("Tokyo is a metropolis on Honshu.")
-    assert answer_form("Which campus did she study at?").describes("Rye is a campus of the university.")
-    assert answer_form("Which rivers meet there?").describes("The Liffey is a river.")  # plurals still match
+    assert asks_for(form) == ("show",)
+    assert describes(form, "Marvel's Daredevil, or simply Daredevil, is an American web television series.")
+    assert predicate_describes(form, "Daredevil is an American web television series created for Netflix.")
+    assert describes(answer_form("Which city hosted the games?"), "Tokyo is a metropolis on Honshu.")
+    assert describes(answer_form("Which campus did she study at?"), "Rye is a campus of the university.")
+    assert describes(answer_form("Which rivers meet there?"), "The Liffey is a river.")  # plurals still match
 
 
 def test_only_what_a_first_sentence_says_its_subject_is_describes_the_kind_asked_for() -> None:
     form = answer_form("Tysons Galleria is located in what county?")
     # "County" past the predicate is part of the name of where McLean is, not what McLean is.
-    assert not form.describes("McLean is a census-designated place in Fairfax County in Northern Virginia.")
-    assert form.describes("Fairfax County is a county in the Commonwealth of Virginia.")
+    assert not describes(form, "McLean is a census-designated place in Fairfax County in Northern Virginia.")
+    assert describes(form, "Fairfax County is a county in the Commonwealth of Virginia.")
     movie = answer_form("Which movie starred both sisters?")
-    assert movie.describes("Read It and Weep is a 2006 Disney Channel Original Movie which premiered in July.")
-    assert movie.describes("It was a hit, and the studio released it as a movie in 2006.")  # no capital: counts
+    assert describes(movie, "Read It and Weep is a 2006 Disney Channel Original Movie which premiered in July.")
+    assert describes(movie, "It was a hit, and the studio released it as a movie in 2006.")  # no capital: counts
 
 
 @pytest.mark.parametrize(
@@ -859,7 +863,7 @@ def test_only_what_a_first_sentence_says_its_subject_is_describes_the_kind_asked
     ],
 )
 def test_a_question_about_a_place(question: str, place: bool) -> None:
-    assert answer_form(question).about_a_place is place
+    assert about_a_place(answer_form(question)) is place
 
 
 @pytest.fixture
@@ -887,7 +891,7 @@ def place_index(tmp_path):
     ],
 )
 def test_name_part_reads_which_part_of_a_name_is_asked(question: str, part: str | None) -> None:
-    assert name_part(question) == part and answer_form(question).name_part == part
+    assert name_part(question) == part and name_part_asked(answer_form(question)) == part
 
 
 def test_part_of_name_leaves_out_nicknames_and_needs_the_words() -> None:
@@ -917,7 +921,7 @@ def test_name_part_answers_with_the_part_asked_of_a_whole_name(tiny_index) -> No
     ],
 )
 def test_a_question_that_asks_when_wants_the_date_in_full(question: str, whole: bool) -> None:
-    assert answer_form(question).whole_date is whole
+    assert whole_date(answer_form(question)) is whole
 
 
 @pytest.mark.parametrize(
@@ -981,7 +985,7 @@ def test_a_bare_year_for_a_question_that_asks_when_is_answered_with_the_date_as_
     ],
 )
 def test_the_noun_a_question_asks_the_type_of(question: str, noun: str | None) -> None:
-    assert answer_form(question).type_of == noun
+    assert type_of(answer_form(question)) == noun
 
 
 @pytest.mark.parametrize(
@@ -996,7 +1000,7 @@ def test_the_noun_a_question_asks_the_type_of(question: str, noun: str | None) -
 )  # fmt: skip
 def test_an_answer_to_a_type_question_is_written_with_its_noun(answer: str, sentence: str, written) -> None:
     question = "Which type of character is Mary Poppins?" if "character" in sentence else "What kind of magazines?"
-    assert answer_form(question).with_noun(answer, sentence) == written
+    assert with_noun(answer_form(question), answer, sentence) == written
 
 
 def test_a_type_question_is_answered_with_the_kind_and_its_noun_as_read(tiny_index) -> None:
@@ -1307,7 +1311,7 @@ def test_a_choice_with_options_can_only_be_answered_with_one_of_them() -> None:
 
 
 @pytest.mark.parametrize(
-    ("question", "described"),
+    ("question", "kinds"),
     [
         ("Where is the company that Sachin Warrier worked for as a software engineer headquartered?", ("company",)),
         ("Ralph Hefferline was a psychology professor at a university that is located in what city?", ("university",)),
@@ -1329,8 +1333,8 @@ def test_a_choice_with_options_can_only_be_answered_with_one_of_them() -> None:
         ("What is the largest city of the state?", ()),  # the thing asked for is more than one word
     ],
 )
-def test_the_entities_a_question_describes_on_the_way(question: str, described: tuple[str, ...]) -> None:
-    assert answer_form(question).described == described
+def test_the_entities_a_question_describes_on_the_way(question: str, kinds: tuple[str, ...]) -> None:
+    assert described(answer_form(question)) == kinds
 
 
 def test_only_what_a_first_sentence_says_its_subject_is_counts_as_its_kind() -> None:
@@ -1339,13 +1343,13 @@ def test_only_what_a_first_sentence_says_its_subject_is_counts_as_its_kind() -> 
         "Columbia University (officially Columbia University in the City of New York) is a private Ivy League "
         "research university in Upper Manhattan, New York City."
     )
-    assert form.description_in(columbia) == "university" and not form.predicate_describes(columbia)
+    assert description_in(form, columbia) == "university" and not predicate_describes(form, columbia)
     fight_song = answer_form("What is the fight song of the university whose main campus is in Lawrence, Kansas?")
-    assert fight_song.description_in("Kansas Song is a fight song of the University of Kansas.") is None
+    assert description_in(fight_song, "Kansas Song is a fight song of the University of Kansas.") is None
     company = answer_form("Where is the company that Sachin Warrier worked for headquartered?")
     tcs = "Tata Consultancy Services Limited (TCS) is an Indian multinational IT service and consulting company."
-    assert company.description_in(tcs) == "company"
-    assert company.description_in("Mumbai is the capital city of Maharashtra.") is None
+    assert description_in(company, tcs) == "company"
+    assert description_in(company, "Mumbai is the capital city of Maharashtra.") is None
 
 
 def test_described_refuses_the_entity_on_the_way_and_takes_it_out(tiny_index) -> None:

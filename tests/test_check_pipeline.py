@@ -3,16 +3,21 @@ user's own search tool can implement, and a strategy's own list of checks."""
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support import make_agent
 
+from offline_agent.agents.options import VerifyOptions, option_infos
+from offline_agent.agents.settings import agent_settings
 from offline_agent.agents.verify import VerifyAgent
 from offline_agent.backends import ScriptedBackend
 from offline_agent.checks import DEFAULT_CHECKS, DEFAULT_REWRITES, AnswerRewrite, Candidate, Check, FinalCheck, Refusal
-from offline_agent.checks.pipeline import CheckPipeline
+from offline_agent.checks.pipeline import CheckPipeline, check_keys, checks_table
+from offline_agent.runner import Session
 from offline_agent.tools import build_tools
 from offline_agent.tools.base import ToolRegistry
 from offline_agent.tools.corpus import CorpusSession, SearchTool
@@ -160,3 +165,73 @@ def test_a_search_tools_lookups_return_what_they_showed(tiny_index) -> None:
     shown = tool.open_named("Warsaw")
     assert shown is not None and shown.titles == ["Warsaw"] and shown.text.startswith("[1] Warsaw: ")
     assert shown.details() == {"ids": shown.ids, "titles": ["Warsaw"], "scores": [None]}
+
+
+# A new check, as a developer writes one: a module of its own (here defined in the test) that holds its trigger
+# (what it reads off the question and the answer) and its refusal, and nothing else in the package.
+NEW_CHECK_MODULE = '''
+"""A check of answers to a question that asks which river: a city named in the corpus is no river."""
+
+from offline_agent.checks.base import Candidate, Check, Refusal
+
+
+def asks_which_river(question: str) -> bool:
+    return "which river" in question.lower()
+
+
+class NoCity(Check):
+    name = "no city"
+    says_search = True
+
+    def refuse(self, candidate: Candidate) -> Refusal | None:
+        if not asks_which_river(candidate.question) or candidate.answer != "Warsaw":
+            return None
+        return Refusal(self.name, f"{candidate.answer} is a city. Find the river: {candidate.question}")
+'''
+
+
+def new_check_module() -> types.ModuleType:
+    module = types.ModuleType("offline_agent.checks.no_city")
+    exec(compile(NEW_CHECK_MODULE, "no_city.py", "exec"), module.__dict__)
+    return module
+
+
+def test_a_new_check_is_its_module_and_one_line_in_the_ordered_list(tiny_index, monkeypatch) -> None:
+    no_city = new_check_module().NoCity()
+    # The one line: the check in its place in the ordered list (before in_question, so before asks_for).
+    checks = (*DEFAULT_CHECKS[:5], no_city, *DEFAULT_CHECKS[5:])
+    monkeypatch.setattr(VerifyAgent, "checks", checks)
+
+    def ask(options: dict[str, str]) -> Any:
+        settings = agent_settings("verify", "answer", {"read_hop": "false", **options})
+        session = Session.from_settings(settings, backend=ScriptedBackend(OUTPUTS), index=tiny_index, corpus="tiny")
+        return session.ask(QUESTION)
+
+    trajectory = ask({})
+    refused = trajectory.steps[1]
+    assert refused.details.refusal.reason == "no city"
+    assert refused.observation.startswith("Warsaw is a city. Find the river:")
+    # What the package derives from the list follows with nothing else touched: the pipeline's rules (its
+    # Observation says what to find, and it excludes), the -o without= key, the table of checks.
+    assert {"no city"} <= VerifyAgent(ScriptedBackend([]), build_tools(tiny_index)).pipeline.searching
+    assert "no_city" in check_keys(checks)
+    assert "| 6 | `no_city` | check | open | excluded | no_city |" in checks_table(checks).splitlines()
+    left_out = ask({"without": "no_city"})
+    assert left_out.steps[1].details.refusal.reason == "asks_for"  # the list's next check that refuses Warsaw
+
+
+def test_the_tables_of_checks_are_the_ordered_list() -> None:
+    import offline_agent.checks
+
+    table = checks_table()
+    assert len(table.splitlines()) == 2 + len(DEFAULT_CHECKS) + len(DEFAULT_REWRITES)
+    assert (offline_agent.checks.__doc__ or "").endswith(table + "\n")
+    lines = (Path(__file__).resolve().parents[1] / "docs" / "answers.md").read_text(encoding="utf-8").splitlines()
+    header = table.splitlines()[0]
+    assert header in lines, "docs/answers.md lost the table of checks; write checks_table() there:\n" + table
+    rows = lines[lines.index(header) :]
+    written = rows[: next((i for i, line in enumerate(rows) if not line.startswith("|")), len(rows))]
+    assert "\n".join(written) == table, "docs/answers.md's table of checks is not the list; write:\n" + table
+    # The options help names no list of its own: its example keys are the list's, and the table is where it points.
+    help_line = option_infos(VerifyOptions)["without"].help
+    assert "docs/answers.md" in help_line and {"sides", "same"} <= set(check_keys()) and "(sides,same)" in help_line

@@ -10,10 +10,12 @@ The layers, lowest first (a module may import its own layer and those below it, 
                    retrieval's splitter)
     4. tools       the Tool protocol and the corpus tools over retrieval
     5. backends    the Backend protocol, its registry and the engines
-    6. agents      the strategies, their run config, options and profiles (and checks/, verify's answer checks)
-    7. runner      Session: a backend, a corpus and a strategy assembled; sources: the passages a run rests on
-    8. eval        datasets, metrics, the evaluation runner, reports
-    9. entry       mcp_server, cli, and the package's own __init__ (the public API)
+    6. checks      the answer checks and rewrites of a Final and the pipeline that runs them (they read the run
+                   through protocols of their own, so they import no strategy)
+    7. agents      the strategies, their run config, options and profiles
+    8. runner      Session: a backend, a corpus and a strategy assembled; sources: the passages a run rests on
+    9. eval        datasets, metrics, the evaluation runner, reports
+   10. entry       mcp_server, serve (the HTTP server), cli, and the package's own __init__ (the public API)
 
 Every import statement of every module counts, wherever it stands: at the top, inside a function, or under
 TYPE_CHECKING (a type-only import is still an arrow a reader follows). Within a layer, modules may import each
@@ -56,10 +58,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("text", ("literals", "grounding", "grammar", "parse", "answer_form", "compare", "injection", "listing")),
     ("tools", ("tools",)),
     ("backends", ("backends",)),
-    ("agents", ("agents", "checks")),
+    ("checks", ("checks",)),
+    ("agents", ("agents",)),
     ("runner", ("runner", "sources")),
     ("eval", ("eval",)),
-    ("entry", ("mcp_server", "cli", "")),  # "": the package's __init__, the public API
+    ("entry", ("mcp_server", "serve", "cli", "")),  # "": the package's __init__, the public API
 ]
 LAYER_OF = {part: rank for rank, (_, parts) in enumerate(LAYERS) for part in parts}
 

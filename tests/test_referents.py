@@ -26,9 +26,12 @@ from test_answer_checks import index_of, make
 
 from offline_agent.answer_form import answer_form
 from offline_agent.checks.referents import (
+    asked_of,
     code_names,
     content_words,
     entry_names,
+    referring_sentence,
+    refers_to,
     shown_lines,
     way_sentence,
     written_in,
@@ -56,24 +59,24 @@ from offline_agent.grammar import GbnfChecker
     ],
 )
 def test_that_after_a_verb_or_preposition_refers_to_a_thing_the_question_does_not_name(question, noun) -> None:
-    assert answer_form(question).refers_to == noun
+    assert refers_to(answer_form(question)) == noun
 
 
 def test_the_sentence_that_refers_says_what_is_asked_of_the_thing() -> None:
-    assert answer_form(FALLS_BACK).referring_sentence == "What is that setting's default value?"
-    assert answer_form("The docs point to a view. In that view, which value means lost?").referring_sentence == (
+    assert referring_sentence(answer_form(FALLS_BACK)) == "What is that setting's default value?"
+    assert referring_sentence(answer_form("The docs point to a view. In that view, which value means lost?")) == (
         "In that view, which value means lost?"
     )
-    assert answer_form("What is the default of autovacuum_vacuum_cost_limit?").referring_sentence is None
+    assert referring_sentence(answer_form("What is the default of autovacuum_vacuum_cost_limit?")) is None
 
 
 def test_the_sentence_that_refers_asked_of_a_name() -> None:
-    assert answer_form(FALLS_BACK).asked_of("vacuum_cost_limit") == "What is vacuum_cost_limit's default value?"
+    assert asked_of(answer_form(FALLS_BACK), "vacuum_cost_limit") == "What is vacuum_cost_limit's default value?"
     other = answer_form("It caps the age at 95% of another parameter. What is that other parameter's default?")
-    assert other.asked_of("autovacuum_freeze_max_age") == "What is autovacuum_freeze_max_age's default?"
+    assert asked_of(other, "autovacuum_freeze_max_age") == "What is autovacuum_freeze_max_age's default?"
     utility = answer_form("The docs name a utility. Which option makes that utility only print the files?")
-    assert utility.asked_of("pg_archivecleanup") == "Which option makes pg_archivecleanup only print the files?"
-    assert answer_form("What is the default of autovacuum_vacuum_cost_limit?").asked_of("x") is None
+    assert asked_of(utility, "pg_archivecleanup") == "Which option makes pg_archivecleanup only print the files?"
+    assert asked_of(answer_form("What is the default of autovacuum_vacuum_cost_limit?"), "x") is None
 
 
 def test_an_observations_lines_and_the_names_of_their_sections() -> None:

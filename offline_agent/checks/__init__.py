@@ -5,14 +5,11 @@ far, and the corpus through a `DocumentSource`) and lets it stand or refuses it 
 next; a rewrite (`AnswerRewrite`) writes an answer that stands in the form the question asks for. `CheckPipeline`
 runs them in the order of `DEFAULT_CHECKS` (a strategy may pass its own list), with the rules of a run around them.
 
-    reading.py   unread, one_side                what the run has not read (never excludes the answer)
-    wording.py   in_question                     the answer against the question's own words
-    kinds.py     kind, asks_for, described; the type noun    the kind of thing asked for
-    referents.py referent, referred              what "that NOUN" refers to, not the thing the question names
-    names.py     the name part, the person named, the full name        people's names
-    dates.py     event; the date as written                            dates
-    pairs.py     compare, sides, same, shared                          two things, each on its own document
-    quantities.py  the unit as written                                 numbers with their units of measure
+A check or rewrite is one module of this package (what it reads off the question and the answer, its trigger,
+lives there with it) and one line in pipeline.py's ordered lists; answer_form.py holds only the answer's form, which
+several of them share. The lists as they stand (`checks_table()`, written here when the package loads, so it
+cannot drift; docs/answers.md holds the same table, and a test keeps the two equal):
+
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ from offline_agent.checks.base import (
     FinalCheck,
     Refusal,
 )
-from offline_agent.checks.pipeline import DEFAULT_CHECKS, DEFAULT_REWRITES, MAX_REFUSALS, CheckPipeline
+from offline_agent.checks.pipeline import DEFAULT_CHECKS, DEFAULT_REWRITES, MAX_REFUSALS, CheckPipeline, checks_table
 
 __all__ = [
     "CLOSED",
@@ -44,4 +41,8 @@ __all__ = [
     "CheckPipeline",
     "FinalCheck",
     "Refusal",
+    "checks_table",
 ]
+
+if __doc__ is not None:  # python -OO drops docstrings
+    __doc__ += checks_table() + "\n"

@@ -2,10 +2,11 @@
 answer), and the protocols a check (`FinalCheck`, `AnswerRewrite`) and the strategy that runs it (`CheckHost`) fit.
 
 A check looks at one Final the model wrote: the question, the answer, the form the question asks for
-(answer_form.AnswerForm), what the run has read (its steps and Observations), the refusals so far, and, through the
-run's `DocumentSource` (tools/documents.py), the documents of the corpus. It either lets the answer stand (None) or
-refuses it with the Observation the model reads next (`Refusal`). A check may also ask the host for a model call
-of its own (a one-word judgment, an answer read off one document) and show documents as the step's tool result.
+(answer_form.AnswerForm; what else the question asks, a check reads off it itself), what the run has read (its
+steps and Observations), the refusals so far, and, through the run's `DocumentSource` (tools/documents.py), the
+documents of the corpus. It either lets the answer stand (None) or refuses it with the Observation the model reads
+next (`Refusal`). A check may also ask the host for a model call of its own (a one-word judgment, an answer read
+off one document) and show documents as the step's tool result.
 
 An `AnswerRewrite` writes a Final that stands in the form the question asks for ("April 1, 1949" for a bare year
 where the question asks when); it never refuses.
@@ -16,24 +17,39 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from offline_agent.answer_form import AnswerForm
-from offline_agent.details import RefusalDetails, StepDetails
+from offline_agent.details import RefusalDetails, Rejection, StepDetails
+from offline_agent.grounding import Grounding
 from offline_agent.parse import WordParser
 from offline_agent.retrieval.sentences import split_sentences
-from offline_agent.steps import StepRecord
+from offline_agent.steps import StepRecord, Trajectory
 from offline_agent.tools.documents import DocumentSource, Shown
-
-if TYPE_CHECKING:
-    from offline_agent.agents.react import LoopState
-    from offline_agent.agents.step_runner import TurnResult
 
 # The forms of answer a check looks at (AnswerForm.kind): "open" answers are spans of what was read; "yes_no" and
 # "choice" answers are a word or an option of the question.
 OPEN = frozenset({"open"})
 CLOSED = frozenset({"yes_no", "choice"})
 EVERY_FORM = OPEN | CLOSED
+
+
+class RunSoFar(Protocol):
+    """What a check reads of the run that wrote the Final (the strategy's loop state fits): what it has read, if
+    its grammar is grounded, and its steps. A protocol, so that checks/ sits below agents/ and imports none of it."""
+
+    @property
+    def grounding(self) -> Grounding | None: ...
+
+    @property
+    def trajectory(self) -> Trajectory: ...
+
+
+class TurnSoFar(Protocol):
+    """What a check reads of the model call that wrote the Final: the tokens its grammar refused in it."""
+
+    @property
+    def last_rejections(self) -> list[Rejection]: ...
 
 
 @dataclass(frozen=True)
@@ -86,9 +102,9 @@ class Candidate:
     question: str
     answer: str
     form: AnswerForm
-    state: LoopState
+    state: RunSoFar
     record: StepRecord
-    turn: TurnResult | None
+    turn: TurnSoFar | None
     host: CheckHost
     documents: DocumentSource | None
     # Refusals of the run before this step, in order.
@@ -112,10 +128,10 @@ class Candidate:
     def grounded(self) -> bool:
         return self.state.grounding is not None
 
-    def own_document(self) -> str | None:
-        """The text of the document titled with the answer (for a question about a place, also one titled with the
-        answer and its region: "McLean, Virginia"); None where there is none or no document source."""
-        place = self.form.about_a_place
+    def own_document(self, place: bool = False) -> str | None:
+        """The text of the document titled with the answer (with `place`, for a question about a place, also one
+        titled with the answer and its region: "McLean, Virginia"); None where there is none or no document
+        source."""
         if place not in self._own:
             found = self.documents.document(self.answer, place=place) if self.documents is not None else None
             self._own[place] = found

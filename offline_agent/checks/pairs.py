@@ -22,19 +22,13 @@ question names, DocumentSource.named_document) and weigh the answer against what
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from offline_agent.answer_form import (
-    choice_options,
-    compares,
-    kind_asked,
-    names_kind,
-    paired_subjects,
-    same_what,
-    shared_subjects,
-)
+from offline_agent.answer_form import choice_options, compares
 from offline_agent.checks.base import CLOSED, OPEN, Candidate, Check, Refusal, as_words, capitalised, sentence_with
-from offline_agent.compare import Comparison, Measure, comparison, measure, same_year, winner
+from offline_agent.checks.kinds import kind_asked, names_kind
+from offline_agent.compare import Comparison, Measure, comparison, measure, paired_subjects, same_year, winner
 from offline_agent.listing import listing
 from offline_agent.normalize import normalize_answer
 from offline_agent.parse import WordParser
@@ -52,10 +46,15 @@ def _texts() -> dict[str, str]:
     return prompt_table("answer_checks.toml", "pairs")
 
 
-class Compare(Check):
-    name = "compare"
+class _Weighing(Check):
+    """A check that weighs a yes/no or choice answer against the documents."""
+
     forms = CLOSED
     weighs = True
+
+
+class Compare(_Weighing):
+    name = "compare"
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         question, answer = candidate.question, candidate.answer
@@ -84,16 +83,31 @@ class Compare(Check):
         return Refusal(self.name, text)
 
 
-class Sides(Check):
-    name = "sides"
-    forms = CLOSED
-    weighs = True
+class _PairCheck(_Weighing):
+    """A check that weighs a yes/no or choice answer about two things against each thing's own document; `same`
+    says which pairs it weighs (those of a "same" question, or the others)."""
+
+    same = False
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         sides = _sides_of(candidate)
-        if sides is None or sides[0] == "same":
+        if sides is None or (sides[0] == "same") != self.same:
             return None
         _, given, options, documents = sides
+        return self.weigh(candidate, given, options, documents)
+
+    def weigh(
+        self, candidate: Candidate, given: str, options: tuple[str, str] | None, documents: tuple[Named, Named]
+    ) -> Refusal | None:
+        raise NotImplementedError
+
+
+class Sides(_PairCheck):
+    name = "sides"
+
+    def weigh(
+        self, candidate: Candidate, given: str, options: tuple[str, str] | None, documents: tuple[Named, Named]
+    ) -> Refusal | None:
         checked: dict[str, str] = {}
         for title, text in documents:
             user = _texts()["sides_user"].format(
@@ -120,16 +134,13 @@ class Sides(Check):
         return Refusal(self.name, text)
 
 
-class Same(Check):
+class Same(_PairCheck):
     name = "same"
-    forms = CLOSED
-    weighs = True
+    same = True
 
-    def refuse(self, candidate: Candidate) -> Refusal | None:
-        sides = _sides_of(candidate)
-        if sides is None or sides[0] != "same":
-            return None
-        _, given, _, documents = sides
+    def weigh(
+        self, candidate: Candidate, given: str, options: tuple[str, str] | None, documents: tuple[Named, Named]
+    ) -> Refusal | None:
         how = same_year(candidate.question)
         if how is None:
             return self._values(candidate, given, documents)
@@ -225,14 +236,8 @@ class Shared(Check):
         listed = listing((title, first_sentence(text)) for title, text in texts.items())
         candidate.host.read(candidate, listed)
         first, second = (bare_title(title) for title, _ in found)
-        text = _texts()["shared"].format(
-            answer=candidate.answer,
-            where=where,
-            first=first,
-            second=second,
-            documents=listed,
-            question=candidate.question,
-        )
+        sides = {"first": first, "second": second, "documents": listed}
+        text = _texts()["shared"].format(answer=candidate.answer, where=where, question=candidate.question, **sides)
         return Refusal(self.name, text)
 
 
@@ -306,3 +311,57 @@ def _sides_of(candidate: Candidate) -> tuple[str, str, tuple[str, str] | None, t
     if documents is None:
         return None
     return (pair[0] if pair is not None else "choice"), given, options, documents
+
+
+_SAME_WHAT = re.compile(r"\bsame\s+([^?]+?)\W*$", re.IGNORECASE)
+
+
+def same_what(question: str) -> str | None:
+    """What a "same" question (paired_subjects) asks the two things to share, as the question words it:
+    "nationality" in "Were A and B of the same nationality?", "level of city" in "Are A and B the same level of
+    city?"; None for any other question, or where nothing follows "same"."""
+    pair = paired_subjects(question)
+    found = _SAME_WHAT.search(question) if pair is not None and pair[0] == "same" else None
+    return found.group(1).strip() if found is not None else None
+
+
+# "What occupation do (both) A and B share?", "Where are A and B located?": a plural auxiliary right before the
+# pair, the second thing ending at what is asked of both (or the question's end).
+_WH_OPENING = r"^\W*(?:(?:in|on|at|for)\s+)?(?:what|which|where|who|how)\b.*?\b"  # up to the auxiliary
+_PAIR_AFTER = re.compile(
+    _WH_OPENING + r"(?:are|were|do|did|have)\s+(?:both\s+)?(.+?)\s+and\s+(.+?)"
+    r"(?:\s+(?:both|share|shared|have|has|had|located|based|in\s+common)\b|\s*\?|$)",
+    re.IGNORECASE,
+)
+# "What profession does A and B have in common?": a singular auxiliary, as people write it, only before "share" or
+# "have in common" ("Where does the hotel and casino located in ... stand?" pairs nothing).
+_PAIR_DOES = re.compile(
+    _WH_OPENING + r"does\s+(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:share|have\s+in\s+common)\b",
+    re.IGNORECASE,
+)
+# "A and B are both best known for what profession?": the pair opens the question, before a plural verb.
+_PAIR_BEFORE = re.compile(r"^\W*(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:are|were|both)\b", re.IGNORECASE)
+MAX_SHARED_WORDS = 8
+_OPENS_CLAUSE = frozenset(["who", "whom", "whose", "which", "what", "that", "where", "when", "how", "why"])
+
+
+def shared_subjects(question: str) -> tuple[str, str] | None:
+    """The two things an open question asks what they have in common: A and B of "What occupation do (both) A and
+    B share / have?", "Where are A and B located?" (a plural auxiliary right before "A and B"; "does" before "A
+    and B share / have in common") or of "A and B are (both) ... what ...?" (the pair opens the question); None for
+    any other shape, and for a second part that opens a clause ("Who wrote X and who died in 2007?"). Each part may
+    carry words around the name ("social anthropologists Alfred Gell"); the caller finds the name in it. Whether
+    the question is open is the caller's to know (`shared` looks at open questions only)."""
+    opens_with_wh = re.match(r"^\W*(?:what|which|where|who|whom|whose|when|how|why|in|on|at|for)\b", question, re.I)
+    if opens_with_wh:
+        match = _PAIR_AFTER.search(question) or _PAIR_DOES.search(question)
+    else:
+        match = _PAIR_BEFORE.search(question)
+    if match is None:
+        return None
+    first, second = (part.strip(" ,") for part in match.groups())
+    if not first or not second or second.split()[0].lower() in _OPENS_CLAUSE:
+        return None
+    if max(len(first.split()), len(second.split())) > MAX_SHARED_WORDS:  # a clause, not a name
+        return None
+    return first, second

@@ -19,16 +19,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from offline_agent.answer_form import in_question
-from offline_agent.checks.base import AnswerRewrite, Candidate, FinalCheck, Refusal, sentence_with
+from offline_agent.checks.base import (
+    CLOSED,
+    EVERY_FORM,
+    OPEN,
+    AnswerRewrite,
+    Candidate,
+    FinalCheck,
+    Refusal,
+    sentence_with,
+)
 from offline_agent.checks.dates import Event, WholeDate
-from offline_agent.checks.kinds import AsksFor, Described, Kind, TypeNoun, texts
+from offline_agent.checks.kinds import AsksFor, Described, Kind, TypeNoun, about_a_place, texts
 from offline_agent.checks.names import FullName, NamePartCut, Owner
 from offline_agent.checks.pairs import Compare, Same, Shared, Sides
 from offline_agent.checks.quantities import Unit
 from offline_agent.checks.reading import OneSide, Unread
 from offline_agent.checks.referents import Referent, Referred
-from offline_agent.checks.wording import InQuestion
+from offline_agent.checks.wording import InQuestion, in_question
 from offline_agent.details import RefusalDetails
 from offline_agent.errors import ConfigError
 from offline_agent.tools.titles import bare_title
@@ -66,6 +74,32 @@ def check_keys(
 ) -> tuple[str, ...]:
     """The keys of the checks and then of the rewrites, in their order."""
     return tuple(key_of(item.name) for item in (*checks, *rewrites))
+
+
+def checks_table(
+    checks: Sequence[FinalCheck] = DEFAULT_CHECKS, rewrites: Sequence[AnswerRewrite] = DEFAULT_REWRITES
+) -> str:
+    """The checks and then the rewrites, in their order, as a Markdown table: each one's `-o without=` key, what it
+    is, the answers it looks at, what becomes of an answer it refuses, and its module. checks/__init__.py's
+    docstring ends with it and docs/answers.md holds it (a test keeps the two equal), so neither restates the list
+    by hand."""
+    rows = ["| # | key | what | answers | a refused answer (exclude_refused) | module |", "|---:|---|---|---|---|---|"]
+    for check in checks:
+        forms = _FORMS.get(check.forms, ", ".join(sorted(check.forms)))
+        refused = "excluded" if check.excludes else "may be written again"
+        rows.append(_row(len(rows) - 1, check, "check", forms, refused))
+    for rewrite in rewrites:
+        stage = "before" if rewrite.before_checks else "after"
+        rows.append(_row(len(rows) - 1, rewrite, f"rewrite, {stage} the checks", "", ""))
+    return "\n".join(rows)
+
+
+def _row(number: int, item: FinalCheck | AnswerRewrite, *cells: str) -> str:
+    module = type(item).__module__.removeprefix("offline_agent.checks.")
+    return " | ".join([f"| {number}", f"`{key_of(item.name)}`", *cells, f"{module} |"])
+
+
+_FORMS = {OPEN: "open", CLOSED: "yes/no, choice", EVERY_FORM: "every form"}
 
 
 def split_keys(without: str) -> list[str]:
@@ -164,11 +198,11 @@ class CheckPipeline:
 
     def _with_document(self, candidate: Candidate, refusal: str) -> str:
         """`refusal` with the refused answer's own document shown (and, with read_hop, read alone)."""
-        place = candidate.form.about_a_place
+        place = about_a_place(candidate.form)
         shown = candidate.open("open_named", candidate.answer, exclude_seen=False, place=place)
         if shown is None:
             return refusal
-        own = candidate.own_document() if self.read_hop else None
+        own = candidate.own_document(place) if self.read_hop else None
         read = None
         if own is not None:
             read = self._read_alone(candidate, candidate.answer, candidate.host.fit(own), candidate.question)

@@ -1,6 +1,6 @@
 """The check of an answer to a question that refers to a thing it does not name: "If autovacuum_vacuum_cost_limit
 is left at its default, autovacuum uses another cost-limit setting instead. What is that setting's default value?"
-(answer_form.AnswerForm.refers_to: "setting"). The thing the question names is the way to the one it asks about,
+(`refers_to`: "setting"). The thing the question names is the way to the one it asks about,
 and its entry says which one that is ("the regular vacuum_cost_limit value will be used"); a small model answers
 with what the named thing's own entry says instead ("-1", its own default).
 
@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import re
 
-from offline_agent.answer_form import singular
+from offline_agent.answer_form import AnswerForm
 from offline_agent.checks.base import Candidate, Check, Refusal, as_words, sentence_with
+from offline_agent.checks.kinds import singular
 from offline_agent.listing import entries, listing
 from offline_agent.prompts import prompt_table
 from offline_agent.retrieval.analyzer import ENGLISH_STOPWORDS
@@ -57,6 +58,13 @@ MAX_LINES = 2
 MIN_SHARED = 3
 # A word, or a name in code with its dots and underscores ("pg_stat_statements.max").
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)*")
+# "... uses another cost-limit setting. What is that setting's default?": "that" after a verb or a preposition
+# points back to a thing the question described and did not name (after a noun it opens a clause: "the band that").
+_REFERS_TO = re.compile(
+    r"\b(?:is|was|are|were|does|do|did|makes?|uses?|has|have|of|in|on|for|from|by|with|to|at)\s+that\s+"
+    r"(?:other\s+)?(?!(?:the|a|an|it|is|was|are|were|one)\b)([a-z][a-z-]*)\b",
+    re.IGNORECASE,
+)
 
 
 def _texts() -> dict[str, str]:
@@ -176,17 +184,17 @@ def _show_referred(
     """The refusal that shows the entry of the first of `names` (up to MAX_NAMES, none the question or `named`
     writes) whose lines `_entry_of` finds; None where none is found."""
     form, question = candidate.form, candidate.question
-    assert candidate.documents is not None and form.refers_to is not None
+    assert candidate.documents is not None and refers_to(form) is not None
     others = [name for name in dict.fromkeys(names) if name not in named and not written_in(name, question)]
     for name in others[:MAX_NAMES]:
-        entry = _entry_of(candidate.documents, name, form.referring_sentence or "", named)
+        entry = _entry_of(candidate.documents, name, referring_sentence(form) or "", named)
         if entry is None:
             continue
         text = candidate.host.show(candidate, entry)
         observation = _texts()[template].format(
-            name=name, text=text, answer=candidate.answer, noun=form.refers_to, question=question, **fields
+            name=name, text=text, answer=candidate.answer, noun=refers_to(form), question=question, **fields
         )
-        return Refusal(reason, observation, hop=(name, text, form.asked_of(name) or question))
+        return Refusal(reason, observation, hop=(name, text, asked_of(form, name) or question))
     return None
 
 
@@ -194,7 +202,7 @@ class Referent(Check):
     name = "referent"
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
-        if candidate.form.refers_to is None or candidate.documents is None:
+        if refers_to(candidate.form) is None or candidate.documents is None:
             return None
         named, names = _named_holding(candidate, _lines_read(candidate))
         if not named:
@@ -208,12 +216,12 @@ class Referred(Check):
 
     def refuse(self, candidate: Candidate) -> Refusal | None:
         form = candidate.form
-        if form.refers_to is None or candidate.documents is None:
+        if refers_to(form) is None or candidate.documents is None:
             return None
         lines = _lines_read(candidate)
         if _named_holding(candidate, lines)[0]:
             return None
-        way = form.question.replace(form.referring_sentence or "", " ")
+        way = form.question.replace(referring_sentence(form) or "", " ")
         found = way_sentence(lines, way)
         if found is None:
             return None
@@ -256,3 +264,30 @@ def _most_words(name: str, words: set[str]) -> bool:
     parts = {singular(part.lower()) for part in re.split(r"[_.]", name) if len(part) > 2}
     shared = len(parts & words)
     return shared >= 2 and 2 * shared >= len(parts)
+
+
+def refers_to(form: AnswerForm) -> str | None:
+    """The noun of "that NOUN" in an open question, after a verb or a preposition ("setting" in "What is that
+    setting's default?"): a thing the question described before and does not name; None where there is none."""
+    refers = _REFERS_TO.search(form.question) if form.kind == "open" else None
+    return refers.group(1).lower() if refers is not None else None
+
+
+def referring_sentence(form: AnswerForm) -> str | None:
+    """The sentence of the question that refers to "that NOUN" (`refers_to`), which says what it asks about the
+    thing ("What is that setting's default value?"); None where the question refers to nothing it does not name."""
+    if refers_to(form) is None:
+        return None
+    sentences = re.split(r"(?<=[.?!])\s+", form.question.strip())
+    return next((sentence for sentence in sentences if _REFERS_TO.search(sentence)), form.question)
+
+
+def asked_of(form: AnswerForm, name: str) -> str | None:
+    """The question's sentence that refers to "that NOUN" asked of `name` ("What is vacuum_cost_limit's default
+    value?" of "What is that setting's default value?"); None where the question refers to nothing."""
+    sentence = referring_sentence(form)
+    noun = refers_to(form)
+    if sentence is None or noun is None:
+        return None
+    that = rf"\bthat\s+(?:other\s+)?{re.escape(noun)}\b"
+    return re.sub(that, lambda _: name, sentence, count=1, flags=re.IGNORECASE)

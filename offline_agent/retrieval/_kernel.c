@@ -194,6 +194,21 @@ typedef struct {
     int64_t seen;     /* the passage whose contribution from this term is known */
 } State;
 
+/* The lists of terms t[0..n-1], into l: a term with an impact list gives two (the rest of its postings, then that
+   list), any other its whole postings; returns how many. */
+static int split_lists(const Term *t, int n, List *l) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].has_top) {
+            l[m++] = (List){i, REST, t[i].rest};
+            l[m++] = (List){i, TOP, t[i].ub};
+        } else {
+            l[m++] = (List){i, WHOLE, t[i].ub};
+        }
+    }
+    return m;
+}
+
 /* The mode of each term once lists first..m-1 are the essential ones; `cur` is the last passage visited. */
 static void set_modes(const Term *t, State *st, const List *l, int m, int first, int64_t cur) {
     int walk[MAX_TERMS] = {0};
@@ -221,16 +236,8 @@ static int64_t daat(const Term *t, int n, int64_t k, double cnst, double thr0, i
     List l[2 * MAX_TERMS];
     double cum[2 * MAX_TERMS];
     State st[MAX_TERMS];
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (t[i].has_top) {
-            l[m++] = (List){i, REST, t[i].rest};
-            l[m++] = (List){i, TOP, t[i].ub};
-        } else {
-            l[m++] = (List){i, WHOLE, t[i].ub};
-        }
-        st[i] = (State){PROBE, 0, 0, -1};
-    }
+    int m = split_lists(t, n, l);
+    for (int i = 0; i < n; i++) st[i] = (State){PROBE, 0, 0, -1};
     for (int i = 1; i < m; i++) { /* ascending bound; a term's rest before its impact list */
         List x = l[i];
         int j = i - 1;
@@ -777,15 +784,7 @@ static int64_t search(Term *t, int n, int64_t k, double cnst, int nonneg, int ho
     double thr0 = seed(t, n, k, cnst, heap, want);
     /* What the walk would cover with that threshold: the lists whose bounds reach it, as daat splits them. */
     List l[2 * MAX_TERMS];
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (t[i].has_top) {
-            l[m++] = (List){i, REST, t[i].rest};
-            l[m++] = (List){i, TOP, t[i].ub};
-        } else {
-            l[m++] = (List){i, WHOLE, t[i].ub};
-        }
-    }
+    int m = split_lists(t, n, l);
     for (int i = 1; i < m; i++) {
         List x = l[i];
         int j = i - 1;

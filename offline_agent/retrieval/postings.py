@@ -295,19 +295,19 @@ class Searcher:
 
     def _scratch(self) -> np.ndarray:
         """This thread's float64 array, one zero per row (every path leaves it zeroed)."""
-        acc = getattr(self._local, "acc", None)
-        if acc is None or len(acc) != self.n_rows:
-            acc = np.zeros(self.n_rows, dtype=np.float64)
-            self._local.acc = acc
-        return acc
+        return self._thread_zeros("acc", np.float64)
 
     def _marks(self) -> np.ndarray:
         """This thread's uint8 array, one zero per row (the kernel's record of touched rows)."""
-        mark = getattr(self._local, "mark", None)
-        if mark is None or len(mark) != self.n_rows:
-            mark = np.zeros(self.n_rows, dtype=np.uint8)
-            self._local.mark = mark
-        return mark
+        return self._thread_zeros("mark", np.uint8)
+
+    def _thread_zeros(self, name: str, dtype: type) -> np.ndarray:
+        """This thread's array `name`, one zero per row, made on first use or when the rows changed."""
+        found = getattr(self._local, name, None)
+        if found is None or len(found) != self.n_rows:
+            found = np.zeros(self.n_rows, dtype=dtype)
+            setattr(self._local, name, found)
+        return found
 
     def top_k(self, terms: list[int], mults: list[int], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Ids (int64) and float32 scores of the best `k` hits for unique ascending term ids `terms`.
