@@ -42,7 +42,7 @@ class EPUBReader:
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
         ebooklib = import_extra("ebooklib", "EPUB", "ebooklib", "epub")
         epub = import_extra("ebooklib.epub", "EPUB", "ebooklib", "epub")
-        with open_zip(data, "EPUB", required=("META-INF/container.xml",)) as archive:
+        with open_zip(data, "EPUB", required=("META-INF/container.xml",), limits=fields.limits) as archive:
             _refuse_drm(archive)
         try:
             with warnings.catch_warnings():

@@ -31,7 +31,7 @@ class DocxReader:
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
         docx = import_extra("docx", "DOCX", "python-docx", "docx")
-        open_zip(data, "DOCX", required=("[Content_Types].xml",)).close()
+        open_zip(data, "DOCX", required=("[Content_Types].xml",), limits=fields.limits).close()
         try:
             document = docx.Document(io.BytesIO(data))
             outline, styled_title = _outline(document)
