@@ -104,7 +104,8 @@ def docx_lying(inflated: int) -> bytes:
 def epub_of(chapters: dict[str, bytes]) -> bytes:
     """An EPUB of the chapters (file name -> XHTML bytes) in that order, with a table of contents naming each;
     written by hand, as ebooklib rewrites a chapter through a parser that stops at 256 levels."""
-    items = "".join(f'<item id="c{i}" href="{name}" media-type="application/xhtml+xml"/>' for i, name in enumerate(chapters))
+    kind = "application/xhtml+xml"
+    items = "".join(f'<item id="c{i}" href="{name}" media-type="{kind}"/>' for i, name in enumerate(chapters))
     spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
     opf = (
         '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="2.0" unique-identifier="id">'
@@ -134,7 +135,9 @@ def epub_of(chapters: dict[str, bytes]) -> bytes:
 
 
 def xhtml(body: str) -> bytes:
-    return f'<html xmlns="http://www.w3.org/1999/xhtml"><head><title>c</title></head><body>{body}</body></html>'.encode()
+    return (
+        f'<html xmlns="http://www.w3.org/1999/xhtml"><head><title>c</title></head><body>{body}</body></html>'.encode()
+    )
 
 
 def epub_deep(depth: int) -> bytes:
@@ -165,10 +168,14 @@ def mbox_with_big_message(size: int) -> bytes:
             return (head + f"Content-Type: text/plain\n\n{body}\n").encode()
         encoded = base64.encodebytes(attachment)
         return (
-            head + 'Content-Type: multipart/mixed; boundary="b"\n\n--b\nContent-Type: text/plain\n\n'
-            f'{body}\n--b\nContent-Type: application/octet-stream\nContent-Disposition: attachment; filename="x.bin"\n'
-            "Content-Transfer-Encoding: base64\n\n"
-        ).encode() + encoded + b"--b--\n"
+            (
+                head + 'Content-Type: multipart/mixed; boundary="b"\n\n--b\nContent-Type: text/plain\n\n'
+                f'{body}\n--b\nContent-Type: application/octet-stream\nContent-Disposition: attachment; filename="x.bin"\n'
+                "Content-Transfer-Encoding: base64\n\n"
+            ).encode()
+            + encoded
+            + b"--b--\n"
+        )
 
     messages = [
         message("First", f"{WORDS} first message"),
