@@ -143,9 +143,9 @@ def index(ctx: click.Context) -> None:
 @click.option("--max-file-size", default="256MB", show_default=True, help="Skip files larger than this.")
 @click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE",
               help="Raise (or lower) a bound the readers work under; repeatable: inflated-bytes=1GB (all a DOCX, ODT "
-              "or EPUB inflates to), part-bytes=64MB (one parsed part: a chapter, a document.xml, an HTML page, an "
-              "e-mail), depth=1000 (element nesting followed), attributes=200 (on one HTML element). Kept with the "
-              "index for --update.")  # fmt: skip
+              "or EPUB inflates to), part-bytes=64MB (one parsed part: a chapter, a document.xml, an HTML page), "
+              "message-bytes=16MB (one e-mail), depth=1000 (element nesting followed), attributes=200 (on one HTML "
+              "element). Kept with the index for --update; docs/formats.md.")  # fmt: skip
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Read only the files under a folder whose path (relative to it) matches GLOB: '*.md' (any depth), "
               "'docs/**/*.rst' (anchored); repeatable. Kept with the index for --update.")  # fmt: skip

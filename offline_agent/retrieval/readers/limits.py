@@ -9,7 +9,8 @@ there is no clock, which would make an index depend on how busy the machine was.
 - `inflated_bytes`: what a DOCX, ODT or EPUB may inflate to in all, counted while inflating (a declared size is
   never trusted; an entry that inflates past the size its zip directory declares is a zip bomb, and skipped).
 - `part_bytes`: one part that is parsed as markup: a DOCX's document.xml, an ODT's content.xml, an EPUB chapter
-  (over it, the file or the chapter is skipped), an HTML page and one e-mail message (read up to it).
+  (over it, the file is skipped), and an HTML page (read up to it).
+- `message_bytes`: one e-mail message, read up to it (the email package holds 12 times what it parses).
 - `depth`: how deep the elements of an HTML or EPUB page are followed; the text of deeper ones is kept, flattened
   into the element at the bound.
 - `attributes`: attributes of one HTML element that libxml2 is given; a page with more on one element (libxml2's
@@ -33,6 +34,7 @@ class ReadLimits:
 
     inflated_bytes: int = 1 << 30
     part_bytes: int = 64 << 20
+    message_bytes: int = 16 << 20
     depth: int = 1000
     attributes: int = 200
 
