@@ -57,7 +57,7 @@ class MailReader:
 
 def _read_message(raw: memoryview, doc_id: str, limits: ReadLimits) -> tuple[Document, list[str]]:
     """The document of the message in `raw` and notes on its attachments; _Unreadable saying why there is none."""
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in bytes(raw[:8192]):
         raise _Unreadable("not an e-mail message (binary data)")
     cut_note = []
     if len(raw) > limits.message_bytes:  # at a line's end, so that a MIME boundary line is never cut in two
