@@ -27,7 +27,7 @@ def understate(data: bytes, name: str, size: int) -> bytes:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         info = archive.getinfo(name)
     struct.pack_into("<L", out, info.header_offset + 22, size)
-    central = out.find(b"PK\x01\x02" + out[info.header_offset + 4 : info.header_offset + 6])
+    central = out.find(b"PK\x01\x02")
     while central != -1:
         name_length = struct.unpack_from("<H", out, central + 28)[0]
         if out[central + 46 : central + 46 + name_length] == name.encode():
@@ -170,7 +170,8 @@ def mbox_with_big_message(size: int) -> bytes:
         return (
             (
                 head + 'Content-Type: multipart/mixed; boundary="b"\n\n--b\nContent-Type: text/plain\n\n'
-                f'{body}\n--b\nContent-Type: application/octet-stream\nContent-Disposition: attachment; filename="x.bin"\n'
+                f"{body}\n--b\nContent-Type: application/octet-stream\n"
+                'Content-Disposition: attachment; filename="x.bin"\n'
                 "Content-Transfer-Encoding: base64\n\n"
             ).encode()
             + encoded
@@ -183,6 +184,12 @@ def mbox_with_big_message(size: int) -> bytes:
         message("Last", f"{WORDS} last message"),
     ]
     return b"".join(b"From ada@example.org Mon Mar  4 10:15:00 2024\n" + m + b"\n" for m in messages)
+
+
+def mbox_messages(n: int) -> bytes:
+    """An mbox of `n` short plain messages."""
+    one = "From ada@example.org Mon Mar  4 10:15:00 2024\nFrom: ada@example.org\nSubject: Note {i}\n\n{words} {i}\n\n"
+    return "".join(one.format(i=i, words=WORDS) for i in range(n)).encode()
 
 
 def jsonl_with_bad_line(n: int) -> bytes:
