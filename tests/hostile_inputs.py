@@ -197,3 +197,21 @@ def jsonl_with_bad_line(n: int) -> bytes:
     lines = [f'{{"id": "r{i}", "text": "{WORDS} record {i}"}}'.encode() for i in range(n)]
     lines[1] = b'{"id": "r1", "text": "caf\xe9 latin-1"}'
     return b"\n".join(lines) + b"\n"
+
+
+# ---- sizes in MB and pages of many blocks, for benchmarks/speed/reader_bounds_bench.py ------------------------
+def html_control_pages(n: int) -> bytes:
+    """A page of `n` paragraphs with a form feed in each (lxml cannot mark them: the page goes to PageText)."""
+    return ("<html><body>" + "".join(f"<p>{WORDS}\x0c{i}</p>" for i in range(n)) + "</body></html>").encode()
+
+
+def docx_lying_mb(n: int) -> bytes:
+    return docx_lying(n << 20)
+
+
+def epub_inflating_mb(n: int) -> bytes:
+    return epub_inflating(n << 20)
+
+
+def mbox_with_big_message_mb(n: int) -> bytes:
+    return mbox_with_big_message(n << 20)
