@@ -4,8 +4,8 @@ Each file comes from tests/hostile_inputs.py (the reliability suite's probes) an
 (`ingest.read_entry`: the reader, then chunking), in a subprocess of its own that only reads it (its libraries
 imported first), so that its peak memory (the maximum resident set, less what the process held before the read) is
 the read's own. Prints (never asserts) the seconds at each size, the ratio of 4x to 1x (4 is linear, 16 the
-square), the peak memory at 4x and what became of the file. `--src DIR` reads with the package in DIR (a checkout of main: the figures before the
-fix); a run past --timeout seconds is shown as "> T".
+square), the peak memory at 4x and what became of the file. `--src DIR` reads with the package in DIR (a checkout
+of main: the figures before the fix); a run past --timeout seconds is shown as "> T".
 
     python -m benchmarks.speed.reader_bounds_bench
     python -m benchmarks.speed.reader_bounds_bench --src /tmp/main --timeout 120 --cases docx-styles,html-crowded
