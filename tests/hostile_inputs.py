@@ -60,6 +60,12 @@ def html_paragraphs(n: int) -> bytes:
     return ("<html><body>" + "".join(f"<p>{WORDS} {i}</p>" for i in range(n)) + "</body></html>").encode()
 
 
+def html_deep_terms(n: int) -> bytes:
+    """A page of `n` unclosed <div>s (too deep for libxml2 past 2,048: the standard parser reads it) and then `n`
+    description list terms without a list."""
+    return ("<html><body>" + "<div>" * n + f"<dt>{WORDS}</dt><dd>entry</dd>" * n + "</body></html>").encode()
+
+
 # ---- DOCX ------------------------------------------------------------------------------------------------------
 _W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 
