@@ -20,9 +20,9 @@ Debian's postgresql-doc-15, which `scripts/install.sh --test` installs); and `sa
   frozen test split (splits.py), `--split tune` the rest.
 - `table` prints, per corpus, what the issue's tables report: EM, F1, EM by type, runs with a format error, steps,
   searches and prompt tokens a question (not cached in brackets), and the share of answered bridge questions that
-  made one search; `--split` keeps one split's questions. With `--over BASE_SET`, each of SET's questions replaces BASE_SET's row of the same
-  id and the rest are BASE_SET's: the figures of a whole run, where a change can only have reached the questions
-  rerun (a run at `--threads 1` is deterministic on one machine).
+  made one search; `--split` keeps one split's questions. With `--over BASE_SET`, each of SET's questions replaces
+  BASE_SET's row of the same id and the rest are BASE_SET's: the figures of a whole run, where a change can only
+  have reached the questions rerun (a run at `--threads 1` is deterministic on one machine).
 - `diff` prints, per corpus, the questions in both sets, how many turned right and wrong, and how many took the same
   path (every step's thought, tool call, Observation and Final, and the answer with its sources, as before: what a
   change meant to leave answers alone must show), then lists those whose exact match differs (id, gold, the two

@@ -8,6 +8,7 @@ that happens to be called "list"). Progress bars go to stderr, results and summa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -142,6 +143,11 @@ def index(ctx: click.Context) -> None:
 @click.option("--title-field", default=None, help="Record field or column holding the title.")
 @click.option("--id-field", default=None, help="Record field or column holding the document id.")
 @click.option("--max-file-size", default="256MB", show_default=True, help="Skip files larger than this.")
+@click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE",
+              help="Raise (or lower) a bound the readers work under; repeatable: inflated-bytes=1GB (all a DOCX, ODT "
+              "or EPUB inflates to), part-bytes=64MB (one parsed part: a chapter, a document.xml, an HTML page), "
+              "message-bytes=16MB (one e-mail), depth=1000 (element nesting followed), attributes=200 (on one HTML "
+              "element). Kept with the index for --update; docs/formats.md.")  # fmt: skip
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Read only the files under a folder whose path (relative to it) matches GLOB: '*.md' (any depth), "
               "'docs/**/*.rst' (anchored); repeatable. Kept with the index for --update.")  # fmt: skip
@@ -172,6 +178,7 @@ def build(
     title_field: str | None,
     id_field: str | None,
     max_file_size: str,
+    limits: tuple[str, ...],
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     stem: bool,
@@ -201,8 +208,8 @@ def build(
         from offline_agent.agents.scope import read_scope
 
         scope_text = read_scope(scope)  # a bad scope file fails before the build
-    from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, index_path
-    from offline_agent.retrieval.catalog import build_from_paths, update_from_paths
+    from offline_agent.retrieval import Analyzer, BM25Index, IngestOptions, ReadLimits, index_path
+    from offline_agent.retrieval.catalog import build_from_paths, saved_options, update_from_paths
     from offline_agent.retrieval.encode import auto_workers
     from offline_agent.retrieval.storage import is_index_dir, writer_lock
 
@@ -224,12 +231,15 @@ def build(
         max_file_bytes=_parse_size(max_file_size),
         include=include,
         exclude=exclude,
+        limits=ReadLimits().with_options(limits),  # a bad --limit fails here, before any file is read
     )
     if update:
         if not is_index_dir(target):
             raise ConfigError(f"no index named {name!r} to update; drop --update to build it")
         index_obj = BM25Index.load(target, mmap=True)
         options = _update_options(index_obj, options if (size_given or fields_given) else None, include, exclude)
+        if limits:  # given on top of the limits the index was built with
+            options = dataclasses.replace(options, limits=saved_options(index_obj).limits.with_options(limits))
         with _progress() as bars:
             cb = _BuildProgress(bars)
             report = update_from_paths(

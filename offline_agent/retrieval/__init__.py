@@ -22,6 +22,7 @@ _EXPORTS = {
     "IngestOptions": "offline_agent.retrieval.ingest",
     "Ingested": "offline_agent.retrieval.ingest",
     "Passage": "offline_agent.retrieval.passages",
+    "ReadLimits": "offline_agent.retrieval.readers.limits",
     "SearchResult": "offline_agent.retrieval.passages",
     "build_from_paths": "offline_agent.retrieval.catalog",
     "chunk_spans": "offline_agent.retrieval.sentences",
@@ -40,6 +41,7 @@ __all__ = [
     "IngestOptions",
     "Ingested",
     "Passage",
+    "ReadLimits",
     "SearchResult",
     "build_from_paths",
     "chunk_spans",
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from offline_agent.retrieval.index import BM25Index
     from offline_agent.retrieval.ingest import Ingested, IngestOptions, ingest_paths
     from offline_agent.retrieval.passages import Passage, SearchResult
+    from offline_agent.retrieval.readers.limits import ReadLimits
     from offline_agent.retrieval.sentences import chunk_spans, first_sentence, split_sentences
 
 

@@ -32,14 +32,15 @@ from offline_agent.retrieval.generated import asked_for, generated_by_content, g
 from offline_agent.retrieval.globs import PathFilter
 from offline_agent.retrieval.passages import Passage
 from offline_agent.retrieval.readers import Fields, SkipFile, read_document_file, supported_extensions
+from offline_agent.retrieval.readers.limits import DEFAULT_LIMITS, ReadLimits
 
 DEFAULT_MAX_FILE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
 class IngestOptions:
-    """How files become passages: chunk size and overlap in words, record fields, the file size limit, and the
-    --include/--exclude patterns of the walk."""
+    """How files become passages: chunk size and overlap in words, record fields, the file size limit, the
+    --include/--exclude patterns of the walk, and the bounds the readers read under (`--limit`)."""
 
     chunk_size: int = 200
     chunk_overlap: int = 40
@@ -49,6 +50,7 @@ class IngestOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    limits: ReadLimits = DEFAULT_LIMITS
     # Found from the corpus (boilerplate.py) by the build, not given by the user: recorded apart from the options.
     titles: TitleBoilerplate = field(default_factory=TitleBoilerplate)
 
@@ -63,21 +65,25 @@ class IngestOptions:
             value = getattr(self, name)
             object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         PathFilter(self.include, self.exclude)  # a bad pattern fails here, before any file is read
+        if not isinstance(self.limits, ReadLimits):  # as read back from an index's JSON
+            object.__setattr__(self, "limits", ReadLimits.from_dict(self.limits))
 
     @property
     def fields(self) -> Fields:
-        return Fields(self.text_field, self.title_field, self.id_field)
+        return Fields(self.text_field, self.title_field, self.id_field, self.limits)
 
     @property
     def path_filter(self) -> PathFilter:
         return PathFilter(self.include, self.exclude)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
             for f in dataclass_fields(self)
             if f.name != "titles"
         }
+        out["limits"] = self.limits.to_dict()
+        return out
 
 
 @dataclass(frozen=True)

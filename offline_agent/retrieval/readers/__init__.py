@@ -15,6 +15,7 @@ from offline_agent.errors import ConfigError
 from offline_agent.retrieval.readers.base import Document, Fields, Reader, Section, SkipFile, decode_text
 from offline_agent.retrieval.readers.epub import EPUBReader
 from offline_agent.retrieval.readers.html import HTMLReader, html_to_text
+from offline_agent.retrieval.readers.limits import DEFAULT_LIMITS, ReadLimits
 from offline_agent.retrieval.readers.mail import MailReader
 from offline_agent.retrieval.readers.opendocument import ODTReader
 from offline_agent.retrieval.readers.pdf import PDFReader
@@ -52,9 +53,17 @@ def reader_for(path: Path) -> Reader | None:
 
 def read_document_file(path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
     """Documents in the file at `path` (its bytes are `data`) and notes on records skipped inside it; SkipFile
-    when it cannot be read. A file of a suffix no reader reads (one named on the command line) is read as text."""
+    when it cannot be read. A file of a suffix no reader reads (one named on the command line) is read as text.
+
+    A reader that fails in any other way (a bug, a library's exception no reader expected, a user's reader) skips
+    the file with what went wrong: no file may stop an index run."""
     reader = reader_for(path) or READERS[""]
-    return reader.read(path, data, doc_id, fields)
+    try:
+        return reader.read(path, data, doc_id, fields)
+    except SkipFile:
+        raise
+    except Exception as exc:  # RecursionError and MemoryError too: the file's objects are freed as this unwinds
+        raise SkipFile(f"the {reader.name} reader failed ({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
 for _reader in (
@@ -64,9 +73,11 @@ for _reader in (
     register_reader(_reader)
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "READERS",
     "Document",
     "Fields",
+    "ReadLimits",
     "Reader",
     "Section",
     "SkipFile",

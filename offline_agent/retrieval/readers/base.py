@@ -13,6 +13,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol, runtime_checkable
 
+from offline_agent.retrieval.readers.limits import DEFAULT_LIMITS, ReadLimits
+
 
 class SkipFile(Exception):
     """A file that is skipped as a whole; the message is the reason."""
@@ -20,11 +22,13 @@ class SkipFile(Exception):
 
 @dataclass(frozen=True)
 class Fields:
-    """Which record fields hold the text, the title and the id (None: try the usual names)."""
+    """What a reader is told besides the bytes: which record fields hold the text, the title and the id (None:
+    try the usual names), and the bounds it reads under (limits.py)."""
 
     text: str | None = None
     title: str | None = None
     id: str | None = None
+    limits: ReadLimits = DEFAULT_LIMITS
 
 
 @dataclass(frozen=True)

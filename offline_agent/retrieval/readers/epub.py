@@ -25,6 +25,7 @@ from xml.etree import ElementTree
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
 from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
+from offline_agent.retrieval.readers.limits import ReadLimits
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 from offline_agent.retrieval.readers.xhtml import add_xhtml
 
@@ -42,7 +43,7 @@ class EPUBReader:
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
         ebooklib = import_extra("ebooklib", "EPUB", "ebooklib", "epub")
         epub = import_extra("ebooklib.epub", "EPUB", "ebooklib", "epub")
-        with open_zip(data, "EPUB", required=("META-INF/container.xml",)) as archive:
+        with open_zip(data, "EPUB", required=("META-INF/container.xml",), limits=fields.limits) as archive:
             _refuse_drm(archive)
         try:
             with warnings.catch_warnings():
@@ -51,7 +52,7 @@ class EPUBReader:
             book_title = one_line(next((value for value, _ in book.get_metadata("DC", "title")), "") or "")
             chapters = _chapters(book, ebooklib.ITEM_DOCUMENT, epub.EpubNav)
             title = book_title or path.stem
-            docs = [_document(doc_id, title, href, toc_path, items) for href, toc_path, items in chapters]
+            docs = [_document(doc_id, title, chapter, fields.limits) for chapter in chapters]
         except SkipFile:
             raise
         except Exception as exc:  # ebooklib and lxml raise many kinds on damaged books
@@ -120,10 +121,14 @@ def _chapters(book: Any, document_type: int, nav_type: type) -> list[tuple[str, 
     return chapters
 
 
-def _document(doc_id: str, book_title: str, href: str, toc_path: tuple[str, ...], items: list[Any]) -> Document:
+def _document(
+    doc_id: str, book_title: str, chapter: tuple[str, tuple[str, ...], list[Any]], limits: ReadLimits
+) -> Document:
+    href, toc_path, items = chapter
     outline = OutlineText(base=toc_path)
     for item in items:
-        add_xhtml(item.content or b"", outline)  # the bytes as stored: get_content() parses and writes them again
-    chapter = toc_path[-1] if toc_path else outline.first_heading()
-    title = f"{chapter} ({book_title})" if chapter and chapter != book_title else book_title
+        # the bytes as stored: get_content() parses and writes them again
+        add_xhtml(item.content or b"", outline, limits)
+    name = toc_path[-1] if toc_path else outline.first_heading()
+    title = f"{name} ({book_title})" if name and name != book_title else book_title
     return Document(f"{doc_id}:{href}", title, outline.text, sections=tuple(outline.sections))

@@ -6,17 +6,24 @@ results/2026-11.md, "Ingestion"), pages were read 2.5x faster through lxml than 
 `html.parser` (which was most of the cost of indexing HTML), with the same text. selectolax's Lexbor was 10-20%
 faster still, but takes time in the square of how deep elements nest (100,000 unclosed <span>s: a minute), where
 libxml2 stops at 2,048 levels at once. Such a page, and any page where lxml cannot be imported, is read by the
-standard library's parser, which takes any page in linear time.
+standard library's parser, which takes any page in linear time; so is a page with an element of more attributes
+than the `attributes` bound (libxml2 compares each attribute with all before it: 40,000 on one element took 36 s)
+and one with a control character in its text (lxml refuses to write one into the tree's text where the blocks are
+marked). A page longer than the `part-bytes` bound is read up to it, with a note. A page that is not UTF-8 is
+read in the charset its `<meta>` or XML declaration names.
 """
 
 from __future__ import annotations
 
+import codecs
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from offline_agent.retrieval.readers.base import Document, Fields, Section, decode_text
+from offline_agent.retrieval.readers.base import Document, Fields, Section, SkipFile, decode_text
 from offline_agent.retrieval.readers.html_content import PageText
 from offline_agent.retrieval.readers.html_tree import tree_content
+from offline_agent.retrieval.readers.limits import DEFAULT_LIMITS, ReadLimits, past
 
 try:
     from lxml import etree as _etree
@@ -45,6 +52,41 @@ class _StdlibEvents(HTMLParser):
         self.page.data(data)
 
 
+# A start tag long enough to hold many attributes is a run with no "<" that long after one; the attributes of such
+# a tag are then counted one by one, up to one past the bound: time linear in the page.
+_LONG_RUN = "<[A-Za-z][^<]{%d,}"
+_TAG_NAME = re.compile(r"<[^\s/>]+")
+_ONE_ATTRIBUTE = re.compile(r"""[\s/]+[^\s"'>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]*))?""")
+_CHARSET = re.compile(
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([-\w.:]+)|<\?xml[^>]{0,200}?encoding\s*=\s*["']([-\w.:]+)""", re.I
+)
+
+
+def crowded(page: str, attributes: int) -> bool:
+    """Whether an element of `page` has more than `attributes` attributes."""
+    for run in re.finditer(_LONG_RUN % (2 * attributes), page):
+        at, count = _TAG_NAME.match(page, run.start()).end(), 0  # type: ignore[union-attr]
+        while count <= attributes and (found := _ONE_ATTRIBUTE.match(page, at)):
+            at, count = found.end(), count + 1
+        if count > attributes:
+            return True
+    return False
+
+
+def declared_text(data: bytes, not_utf8: SkipFile) -> str:
+    """The text of a page that is not UTF-8, in the charset it declares in its first 4 KB (a Latin-1 page saying
+    so; Latin-1 read as Windows-1252, as browsers do); `not_utf8` raised where it declares none Python knows."""
+    declared = _CHARSET.search(data[:4096])
+    name = (declared.group(1) or declared.group(2)).decode("ascii") if declared else ""
+    try:
+        codec = codecs.lookup(name).name if name else ""
+    except LookupError:
+        codec = ""
+    if not codec or codec.startswith("utf"):
+        raise not_utf8
+    return data.decode("cp1252" if codec in ("latin-1", "iso8859-1", "ascii") else codec, errors="replace")
+
+
 def _read_stdlib(html: str) -> PageText:
     page = PageText()
     parser = _StdlibEvents(page)
@@ -68,13 +110,19 @@ def _read_lxml(html: str, utf8: bytes | None = None) -> tuple[str, str, tuple[Se
         return None  # libxml2 stopped at its nesting limit, and what follows was not read
     if root is None:
         return "", "", ()
-    return tree_content(root)
+    try:
+        return tree_content(root)
+    except ValueError:  # a control character lxml will not write into the text it marks: PageText reads the page
+        return None
 
 
-def html_content(html: str, utf8: bytes | None = None) -> tuple[str, str, tuple[Section, ...]]:
+def html_content(
+    html: str, utf8: bytes | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> tuple[str, str, tuple[Section, ...]]:
     """(title, main text, heading sections) of an HTML page; see html_content.PageText for what is kept. `utf8`,
     where given, is `html` encoded in UTF-8 (the file's bytes, where they are that)."""
-    content = _read_lxml(html, utf8) if _etree is not None else None
+    use_lxml = _etree is not None and not crowded(html, limits.attributes)
+    content = _read_lxml(html, utf8) if use_lxml else None
     return content if content is not None else _read_stdlib(html).result()
 
 
@@ -92,8 +140,16 @@ class HTMLReader:
     extra = None
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        html = decode_text(data)
+        notes = []
+        if len(data) > fields.limits.part_bytes:  # cut before a tag, which is never inside a UTF-8 character
+            cut = data.rfind(b"<", 0, fields.limits.part_bytes)
+            data = data[: cut if cut > 0 else fields.limits.part_bytes]
+            notes.append(f"read up to {past('part_bytes', fields.limits)}; the rest of the page left out")
+        try:
+            html, utf8 = decode_text(data), True
+        except SkipFile as not_utf8:
+            html, utf8 = declared_text(data, not_utf8), False
         # The file's bytes go to lxml as they are where they are the text in UTF-8 (no byte-order mark, no NUL).
-        plain = not data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data
-        title, body, sections = html_content(html, data if plain else None)
-        return [Document(doc_id, title or path.stem, body, sections=sections)], []
+        utf8 = utf8 and not data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data
+        title, body, sections = html_content(html, data if utf8 else None, fields.limits)
+        return [Document(doc_id, title or path.stem, body, sections=sections)], notes

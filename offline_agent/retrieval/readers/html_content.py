@@ -164,6 +164,9 @@ class PageText:
     def __init__(self) -> None:
         self.parts: list[str] = []
         self._stack: list[tuple[str, int]] = []
+        # for each open description list (and the page outside any), where in the stack the outermost term or
+        # description still open in it is (-1: none), so that a new one closes it without a scan of the stack
+        self._items: list[int] = [-1]
         self._open: dict[str, int] = {}  # open elements by name
         self._drop = 0  # open elements being dropped
         self._main = 0  # open main-content elements
@@ -218,6 +221,10 @@ class PageText:
                 self._break(" ")
         if effect & _DROP:
             self._drop += 1
+        if tag == "dl":
+            self._items.append(-1)
+        elif tag in _LIST_ITEMS and self._items[-1] == -1:
+            self._items[-1] = len(self._stack)
         self._stack.append((tag, effect))
         self._open[tag] = self._open.get(tag, 0) + 1
         return bool(effect & _DROP) and tag not in ("head", "title")  # the head holds the title
@@ -242,20 +249,19 @@ class PageText:
         where a description starts (HTML may leave their end tags out), as libxml2 does; a term right after a
         term stays inside it, as there (two names of one entry: "-a", "--data-only")."""
         stack = self._stack
-        outermost = None
-        for at in range(len(stack) - 1, -1, -1):
-            name = stack[at][0]
-            if name == "dl":
-                break
-            if name in _LIST_ITEMS:
-                outermost = at
-        if outermost is None or stack[outermost][0] == tag:
+        outermost = self._items[-1]
+        if outermost == -1 or stack[outermost][0] == tag:
             return
         while len(stack) > outermost:
             self._close(*stack.pop())
 
     def _close(self, tag: str, effect: int) -> None:
+        """An element closes: it has just been taken off the stack."""
         self._open[tag] -= 1
+        if tag == "dl":
+            self._items.pop()
+        elif self._items[-1] == len(self._stack):
+            self._items[-1] = -1
         if effect & _DROP:
             self._drop -= 1
             return

@@ -37,7 +37,7 @@ class ODTReader:
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
         load = import_extra("odf.opendocument", "ODT", "odfpy", "odt").load
-        with open_zip(data, "ODT", required=("content.xml",)) as archive:
+        with open_zip(data, "ODT", required=("content.xml",), limits=fields.limits) as archive:
             names = set(archive.namelist())
             if "META-INF/manifest.xml" in names and b"encryption-data" in read_member(
                 archive, "META-INF/manifest.xml", "ODT"

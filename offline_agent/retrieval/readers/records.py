@@ -30,9 +30,11 @@ class RecordsReader:
 
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
         ext = path.suffix.lower()
-        text = decode_text(data)
         if ext in (".jsonl", ".ndjson"):
-            return _read_jsonl(text, doc_id, fields)
+            text, bad_lines = _jsonl_text(data)
+            docs, notes = _read_jsonl(text, doc_id, fields)
+            return docs, bad_lines + notes
+        text = decode_text(data)
         if ext == ".json":
             return _read_json(text, doc_id, fields)
         return _read_csv(text, doc_id, fields, delimiter="\t" if ext == ".tsv" else ",")
@@ -70,6 +72,24 @@ def _record_fields(row: Any, fields: Fields, fallback_id: str) -> Document | str
     id_key = fields.id or next((f for f in ID_FIELDS if f in row), None)
     rid = row.get(id_key) if id_key else None
     return Document(str(rid) if rid not in (None, "") else fallback_id, str(title or ""), text, numbered_lines=False)
+
+
+def _jsonl_text(data: bytes) -> tuple[str, list[str]]:
+    """The text of a JSON Lines file, and a note for each line that is not UTF-8 (left blank in the text, so that
+    the others keep their numbers): one such line loses only its own record."""
+    try:
+        return decode_text(data), []
+    except SkipFile as exc:
+        if not str(exc).startswith("not valid UTF-8"):
+            raise
+    lines, notes = [], []
+    for number, line in enumerate(data.split(b"\n"), 1):
+        try:
+            lines.append(line.decode("utf-8-sig" if number == 1 else "utf-8"))
+        except UnicodeDecodeError as bad:
+            notes.append(f"line {number}: not valid UTF-8 (byte 0x{line[bad.start]:02x} at column {bad.start + 1})")
+            lines.append("")
+    return "\n".join(lines), notes
 
 
 def _read_jsonl(text: str, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
