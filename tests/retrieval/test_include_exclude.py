@@ -61,7 +61,7 @@ def reference_regex(pattern: str) -> re.Pattern[str]:
         elif body[i] == "[" and (end := body.find("]", i + 2)) != -1:
             inner = body[i + 1 : end]
             negate = inner.startswith("!")
-            inner = re.sub(r"([\\\]^])", r"\\\1", inner[1:] if negate else inner)
+            inner = re.sub(r"([\\\]\[^])", r"\\\1", inner[1:] if negate else inner)  # "[" too: no nested set
             out.append(f"[{'^/' if negate else ''}{inner}]")
             i = end + 1
         else:
