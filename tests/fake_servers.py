@@ -296,6 +296,13 @@ class _Dripping:
             self.gone = True  # the client left: its time was up
         return len(data)
 
+    @property
+    def closed(self) -> bool:  # what the handler's finish() asks before its last flush
+        return self.gone or self.out.closed
+
+    def close(self) -> None:
+        self.out.close()
+
     def flush(self) -> None:
         if not self.gone:
             try:
