@@ -12,6 +12,10 @@ A lone surrogate in a string (`"\\ud800"`, which json returns as it is and nothi
 U+FFFD, counted, as incoming.py does for all text that comes in.
 
 Callers add the file name (and map the error to their own: RetrievalError, DatasetError, a skipped record).
+
+Writing: `dumps` is json.dumps with the text kept readable (ensure_ascii=False) but DEL, the C1 controls (U+009B is
+an 8-bit CSI to a terminal), U+2028/U+2029 and the bidirectional controls written `\\uXXXX`: JSON escapes only C0
+itself, and `--json` output printed on a terminal must not drive it. It decodes to the exact text.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # value that could not be parsed ends, without recursion.
 _STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]', re.DOTALL)
 _DECODER = json.JSONDecoder()
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")  # terminal.BIDI's, in JSON too
 
 
 class JSONReadError(ValueError):
@@ -64,6 +69,17 @@ def loads(text: str | bytes) -> Any:
             raise
         raise converted from None
     return incoming.clean_json(value) if incoming.needs_json_cleaning(text) else value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, **options)` with DEL, C1, line and paragraph separators and the
+    bidirectional controls escaped as `\\uXXXX` (they can only stand inside strings, where the escape means them)."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return _UNSAFE.sub(_unicode_escape, text) if _UNSAFE.search(text) else text
+
+
+def _unicode_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def read_file(path: str | Path) -> Any:

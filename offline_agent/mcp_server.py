@@ -21,10 +21,14 @@ error back instead of silence.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import math
 import sys
 import threading
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,8 +84,11 @@ class IndexSet:
             return list(self.chosen)
         from offline_agent.retrieval import list_indexes
 
-        named = [entry["name"] for entry in list_indexes() if "error" not in entry]
-        return named or [SAMPLE]
+        entries = list_indexes()
+        # One that cannot be read is listed last with its error (never first: the default is the first), and a
+        # search of it says why; it hides none of the others.
+        broken = [entry["name"] for entry in entries if "error" in entry]
+        return ([entry["name"] for entry in entries if "error" not in entry] or [SAMPLE]) + broken
 
     def describe(self) -> list[dict[str, Any]]:
         """Name, passages and where each exposed index lives (opening it if it was not open)."""
@@ -90,8 +97,8 @@ class IndexSet:
             try:
                 index = self.open(name)
                 out.append({"name": name, "passages": len(index), "location": self._target(name)})
-            except OfflineAgentError as exc:
-                out.append({"name": name, "error": str(exc)})
+            except Exception as exc:  # noqa: BLE001 - one index that cannot be opened never hides the others
+                out.append({"name": name, "error": one_line(exc)})
         return out
 
     def _target(self, name: str) -> str:
@@ -220,10 +227,8 @@ def build_server(tools: OfflineAgentTools) -> Any:
         """Ranked passages of a local index for a query: rank, title, source, score, text (best first).
 
         query: keywords or a question; k: how many passages (1-50); index: which index (default: the first)."""
-        try:
+        with tool_errors(ToolError, "search"):
             return tools.search(query, k, index)
-        except OfflineAgentError as exc:
-            raise ToolError(str(exc)) from None
 
     def ask(question: str, index: str | None = None) -> dict[str, Any]:
         """Answer a question with the local agent, which searches a local index step by step.
@@ -232,19 +237,39 @@ def build_server(tools: OfflineAgentTools) -> Any:
         timeout, error), the sources (the passages the answer was taken from: path, title, heading path, line or
         page, and the sentence; empty when the answer is written in none of them) and the trajectory (every step:
         thought, action, observation, final). The first call loads the model."""
-        try:
+        with tool_errors(ToolError, "ask"):
             return tools.ask(question, index)
-        except OfflineAgentError as exc:
-            raise ToolError(str(exc)) from None
 
     def list_indexes() -> dict[str, Any]:
         """The local indexes this server can search, with their passage counts."""
-        return {"indexes": tools.list_indexes()}
+        with tool_errors(ToolError, "list_indexes"):
+            return {"indexes": tools.list_indexes()}
 
     server.add_tool(search, name="search")
     server.add_tool(ask, name="ask")
     server.add_tool(list_indexes, name="list_indexes")
     return server
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line; for one that is not an OfflineAgentError (a bug, or a case no check
+    foresaw), its type first, so that the client learns more than "Error executing tool"."""
+    text = " ".join(str(exc).split())[:300]
+    return text if isinstance(exc, OfflineAgentError) else f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+@contextlib.contextmanager
+def tool_errors(tool_error: type[Exception], tool: str) -> Iterator[None]:
+    """Any failure of a tool as the SDK's `tool_error` with one line: the SDK shows an exception of its own
+    type with its message, and any other as "Error executing tool NAME" only. One that is not an OfflineAgentError
+    also goes to stderr whole (the server's log), as a bug to report."""
+    try:
+        yield
+    except OfflineAgentError as exc:
+        raise tool_error(one_line(exc)) from None
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        raise tool_error(f"{tool} failed: {one_line(exc)}") from None
 
 
 def serve(tools: OfflineAgentTools) -> None:
@@ -315,14 +340,38 @@ def checked_message(text: str) -> tuple[str, Any]:
         return "", types.JSONRPCError(
             jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {exc}")
         )
+    given = value.get("id") if isinstance(value, dict) else None
     try:
         types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError, whatever the line held
-        given = value.get("id") if isinstance(value, dict) else None
         reason = str(exc).splitlines()[0][:200]
-        return "", types.JSONRPCError(
-            jsonrpc="2.0",
-            id=given if isinstance(given, (str, int)) and not isinstance(given, bool) else None,
-            error=types.ErrorData(code=types.INVALID_REQUEST, message=f"Invalid request: {reason}"),
-        )
+        return "", _invalid_request(types, given, f"Invalid request: {reason}")
+    if isinstance(value, dict) and "method" in value and "id" in value and not _plain_id(given):
+        # The SDK reads a request whose id is not a string or an integer (1.5, true, {}, null) as a notification,
+        # which gets no reply: the client would wait for ever.
+        return "", _invalid_request(types, given, "Invalid request: the id must be a string or an integer")
     return json.dumps(value, ensure_ascii=False), None
+
+
+def _plain_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _invalid_request(types: Any, given: Any, message: str) -> Any:
+    """A -32600 error answering the id `given`: as it was sent where it is a string or a number (a client that sent
+    1.5 waits for 1.5), null where it is anything else (JSON-RPC's id when the request's cannot be read)."""
+    number = isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given)
+    echoed = given if _plain_id(given) or number else None
+    return _error_class(types)(
+        jsonrpc="2.0", id=echoed, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
+    )
+
+
+@functools.cache
+def _error_class(types: Any) -> Any:
+    """The SDK's JSONRPCError with any number as its id (the SDK's takes an integer or a string only)."""
+
+    class EchoedError(types.JSONRPCError):
+        id: float | int | str | None
+
+    return EchoedError

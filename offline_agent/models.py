@@ -33,7 +33,7 @@ from typing import Any
 
 import platformdirs
 
-from offline_agent import jsonio
+from offline_agent import incoming, jsonio
 from offline_agent.errors import ConfigError, ModelError
 from offline_agent.resources import data_path
 
@@ -539,8 +539,9 @@ def _looks_like_path(name: str) -> bool:
 def _check_gguf(path: Path) -> Path:
     if not path.exists():
         raise ModelError(f"model file not found: {path}")
-    if not path.is_file():
-        raise ModelError(f"not a GGUF file (it is a folder): {path}")
+    what = incoming.not_a_file(path)
+    if what is not None:  # /dev/zero was called a folder; a FIFO would wait for a writer
+        raise ModelError(f"not a GGUF file (it is {what}): {path}")
     try:
         with path.open("rb") as fh:
             magic = fh.read(4)

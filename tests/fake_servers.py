@@ -5,7 +5,8 @@ their documentation specifies (vLLM 0.12+: `structured_outputs: {"grammar": ...}
 likewise (no package ships its binary for this machine). llama-cpp-python's real server is tested in
 test_backend_contract.py. A fake "enforces" a grammar by answering the probe grammar with its one string and any
 other grammar with a valid step; `ignore_grammar` makes it answer as an unconstrained model would, and `raw`,
-`hang` and `stall` make it a hostile server (a reply of any bytes, a request never answered, a stream that stops).
+`hang`, `stall` and `drip` make it a hostile server (a reply of any bytes, a request never answered, a stream that
+stops, a reply sent one byte at a time).
 
 Answers depend only on the prompt (a hash picks the Final answer), so concurrent and sequential runs must agree.
 """
@@ -46,6 +47,8 @@ class FakeServer:
         raw: dict[str, bytes] | None = None,
         hang: tuple[str, ...] = (),
         stall: bool = False,
+        drip: dict[str, str] | None = None,
+        drip_pause: float = 0.5,
     ) -> None:
         self.kind = kind
         self.ignore_grammar = ignore_grammar
@@ -57,6 +60,10 @@ class FakeServer:
         self.raw = raw or {}  # path -> the body sent instead of the dialect's answer (status 200): a hostile reply
         self.hang = hang  # paths whose requests are accepted and never answered
         self.stall = stall  # a streamed completion sends one event, then nothing
+        # path -> "headers" (the whole reply a byte at a time), "body" (the headers at once, then the body a byte at
+        # a time) or "stream" (as "body", for a streamed reply only): one byte every `drip_pause` seconds
+        self.drip = drip or {}
+        self.drip_pause = drip_pause
         self.stopping = threading.Event()
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.in_flight = 0
@@ -129,7 +136,14 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 return True
             return False
 
+        def _drip(self, streamed: bool) -> None:
+            """Send what this request's answer writes a byte at a time, as server.drip says for its path."""
+            mode = server.drip.get(self.path.split("?")[0])
+            if mode in ("headers", "body") or (mode == "stream" and streamed):
+                self.wfile = _Dripping(self.wfile, server, skip_first=mode != "headers")  # type: ignore[assignment]
+
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self._drip(False)
             if not self._authorized() or self._hostile():
                 return
             kind, path = server.kind, self.path.split("?")[0]
@@ -157,6 +171,7 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             server.requests.append((self.path, body))
+            self._drip(bool(body.get("stream")) if isinstance(body, dict) else False)
             if not self._authorized() or self._hostile():
                 return
             with server._lock:
@@ -252,3 +267,45 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client left early (a deadline)
 
     return Handler
+
+
+class _Dripping:
+    """A handler's output stream that sends each byte alone, `server.drip_pause` seconds apart (the first write,
+    the headers, at once when `skip_first`), until the client leaves or the server stops."""
+
+    def __init__(self, out: Any, server: FakeServer, skip_first: bool) -> None:
+        self.out = out
+        self.server = server
+        self.skip_first = skip_first
+        self.gone = False
+
+    def write(self, data: bytes) -> int:
+        try:
+            if self.skip_first:
+                self.skip_first = False
+                self.out.write(data)
+                self.out.flush()
+                return len(data)
+            for byte in range(len(data)):
+                if self.gone or self.server.stopping.wait(self.server.drip_pause):
+                    self.gone = True
+                    break
+                self.out.write(data[byte : byte + 1])
+                self.out.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.gone = True  # the client left: its time was up
+        return len(data)
+
+    @property
+    def closed(self) -> bool:  # what the handler's finish() asks before its last flush
+        return self.gone or self.out.closed
+
+    def close(self) -> None:
+        self.out.close()
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.out.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.gone = True

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from offline_agent.backends.registry import MAX_SEED
 from offline_agent.errors import ConfigError
 from offline_agent.steps import STOP_REASONS, StepRecord, Trajectory
 
@@ -64,6 +65,8 @@ class RunConfig:
             raise ConfigError("max_tokens must be at least 16")
         if not 0.0 <= self.temperature <= 5.0:
             raise ConfigError("temperature must be between 0 and 5")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"seed must be between 0 and {MAX_SEED}")
 
 
 @dataclass

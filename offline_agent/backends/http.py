@@ -8,9 +8,10 @@ unconstrained. The agent still parses every completion.
 
 Transport (`http_transport.py`): the standard library only (urllib), one connection per request, so `complete`
 may be called from several threads at once (`eval --concurrency N`; servers batch). Each request waits at most the
-timeout, and never past a deadline: the run's, and while the backend is set up (detection, the probe) the one the
-CLI's --max-seconds sets (registry.setup_time_limit). Replies are streamed when the caller wants the text as it
-comes (`on_token`) or has a deadline; leaving a stream early closes the connection, which stops the server's work.
+timeout (its whole exchange, however slowly the server sends), and never past a deadline: the run's, and while the
+backend is set up (detection, the probe) the one the CLI's --max-seconds sets (registry.setup_time_limit). Replies
+are streamed when the caller wants the text as it comes (`on_token`) or has a deadline; leaving a stream early
+closes the connection, which stops the server's work.
 A reply in a shape it should not have (a list for an object, a number for text, JSON nested too deeply) is one
 ModelError line; no message shows credentials from the URL.
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from http.client import HTTPException, HTTPResponse
+from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from offline_agent.backends.http_transport import (
     ServerConnection,
     ServerRefusedError,
     TimeLimit,
+    WatchedResponse,
     as_int,
     as_list,
     as_text,
@@ -333,7 +335,7 @@ class HttpBackend:
         the server stalls: each read waits at most until the deadline."""
         reply = ServerReply()
         first_at: float | None = None
-        response = self.connection.open(self.dialect.completion_path, body, deadline)
+        response = self.connection.open(self.dialect.completion_path, body, deadline, stream=True)
         try:
             for event in _events(response, self.url):
                 if first_at is None:
@@ -347,13 +349,17 @@ class HttpBackend:
                 if deadline is not None and time.monotonic() > deadline and reply.finish_reason is None:
                     return reply, first_at, True
         except TimeoutError:
-            if deadline is not None and time.monotonic() >= deadline - 0.05:
+            if response.timed_out or (deadline is not None and time.monotonic() >= deadline - 0.05):
                 return reply, first_at, True
             raise ModelError(f"the server at {self.url} stopped sending within {self.timeout:.0f} s") from None
-        except (OSError, HTTPException) as exc:
+        except (OSError, HTTPException, ValueError) as exc:
+            if response.timed_out:  # the deadline came while the server sent a byte now and then
+                return reply, first_at, True
             raise ModelError(f"the connection to {self.url} broke mid-reply ({exc})") from None
         finally:
             response.close()
+        if response.timed_out and reply.finish_reason is None:
+            return reply, first_at, True
         if reply.finish_reason is None:
             raise ModelError(
                 f"the {self.kind} server at {self.url} ended a streamed reply without saying why (llama-cpp-python's "
@@ -397,7 +403,7 @@ class HttpBackend:
         )
 
 
-def _events(response: HTTPResponse, url: str) -> Iterator[dict[str, Any]]:
+def _events(response: WatchedResponse, url: str) -> Iterator[dict[str, Any]]:
     """The JSON objects of a server-sent event stream (`data: {...}` lines), until `data: [DONE]`."""
     while True:
         line = response.readline()

@@ -4,6 +4,10 @@ A server the user does not control may send anything, or nothing. Here:
 - every request's wait is the backend's timeout cut to what is left of a deadline (`--max-seconds`, detection
   included); a request that would start after the deadline raises `TimeLimit` at once, and so does one whose
   answer does not come before it, so a server that accepts and never answers costs the time limit, not minutes;
+- that wait bounds the whole exchange, not each read: a socket's timeout restarts with every byte, so a server
+  that sent its headers a byte every 3 s held `--max-seconds 10` for minutes. A `Watchdog` shuts the socket down
+  when the time is up (connecting, sending, the status line and headers, and a reply's body; a streamed body
+  is bounded by the deadline only, and each of its reads by the timeout, as a long answer may take its time);
 - every reply is read with jsonio (JSON nested 100,000 deep or a 5,000-digit number is a one-line error, a lone
   surrogate is replaced), and its shape is the caller's to check (`as_dict`, `as_list`, `as_int`, `as_text`);
 - the URL is checked once (`http://[::1` is a ConfigError), credentials in it are sent as HTTP Basic auth (urllib
@@ -18,12 +22,16 @@ ContextOverflowError, any other a ServerRefusedError).
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import json
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.client import HTTPException, HTTPResponse
+from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnection
 from typing import Any
 
 from offline_agent import jsonio
@@ -53,6 +61,95 @@ def redacted(url: str) -> str:
     netloc = ("***@" if parts.username or parts.password else "") + (f"[{host}]" if ":" in host else host) + port
     query = "&".join(f"{key}=***" for key, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+class Watchdog:
+    """Shuts a request's socket down at `at` (time.monotonic()), so that a read waiting on a server that sends a byte
+    now and then ends there; `fired` says it did."""
+
+    def __init__(self, at: float | None) -> None:
+        self.fired = False
+        self._socket: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self.rearm(at)
+
+    def rearm(self, at: float | None) -> None:
+        """Fire at `at` instead (None: never)."""
+        self.cancel()
+        if at is not None:
+            self._timer = threading.Timer(max(0.0, at - time.monotonic()), self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._socket = sock
+            if self.fired:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            if self._socket is not None:
+                _shut(self._socket)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # closed already
+        # the plain socket's shutdown, also under TLS: a blocked read then sees the end of the stream
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class WatchedResponse(HTTPResponse):
+    """A reply whose socket its request's watchdog may shut down; closing it stops the watchdog."""
+
+    def __init__(self, sock: socket.socket, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.watchdog = watchdog
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether the watchdog cut the exchange short (what was read since may be a part)."""
+        return self.watchdog.fired
+
+    def close(self) -> None:
+        self.watchdog.cancel()
+        super().close()
+
+
+class _WatchedHTTP(HTTPConnection):
+    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.watchdog = watchdog
+        self.response_class = functools.partial(WatchedResponse, watchdog=watchdog)  # type: ignore[assignment]
+
+    def connect(self) -> None:
+        super().connect()  # for TLS, the plain socket before the handshake (_WatchedHTTPS's order of classes)
+        self.watchdog.watch(self.sock)
+
+
+class _WatchedHTTPS(HTTPSConnection, _WatchedHTTP):
+    pass
+
+
+class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """urllib's handler for http and https, with connections that the watchdog can shut down."""
+
+    def __init__(self, watchdog: Watchdog) -> None:
+        urllib.request.HTTPHandler.__init__(self)
+        urllib.request.HTTPSHandler.__init__(self)
+        self.watchdog = watchdog
+
+    def http_open(self, req: urllib.request.Request) -> HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTP, watchdog=self.watchdog), req)
+
+    def https_open(self, req: urllib.request.Request) -> HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTPS, watchdog=self.watchdog), req)
 
 
 class ServerConnection:
@@ -101,31 +198,76 @@ class ServerConnection:
             raise TimeLimit
         return min(self.timeout, left)
 
+    def _exchange(
+        self, request: urllib.request.Request, wait: float, *, stream: bool = False, deadline: float | None = None
+    ) -> WatchedResponse:
+        """Send `request` and read its status line and headers, all within `wait` seconds however slowly the server
+        sends (TimeoutError past that). The reply's body must come by then too, unless `stream`: then it is bounded
+        by the deadline only (its reads by the timeout)."""
+        started = time.monotonic()
+        watchdog = Watchdog(started + wait)
+        opener = urllib.request.build_opener(_WatchedHandler(watchdog))
+        try:
+            response = opener.open(request, timeout=wait)
+        except urllib.error.HTTPError:
+            if watchdog.fired:
+                watchdog.cancel()
+                raise TimeoutError from None
+            raise  # its body is read within the same bound; closing it stops the watchdog
+        except BaseException:
+            watchdog.cancel()
+            if watchdog.fired:
+                raise TimeoutError from None
+            raise
+        if watchdog.fired:  # the headers were cut short: what came is not a reply
+            response.close()
+            raise TimeoutError
+        if stream:
+            watchdog.rearm(deadline)
+        return response
+
+    def _body(self, response: WatchedResponse) -> bytes:
+        """All of `response`'s body (TimeoutError when its time ran out first, ModelError when the connection
+        broke)."""
+        try:
+            raw = response.read()
+        except (OSError, HTTPException, ValueError) as exc:
+            if response.timed_out:
+                raise TimeoutError from None
+            raise ModelError(f"the connection to {self.shown} broke mid-reply ({exc})") from None
+        if response.timed_out:
+            raise TimeoutError
+        return raw
+
     def get_json(self, path: str, deadline: float | None = None) -> Any:
         """GET `path`; None when the server has no such endpoint, no server answers, or the reply is not JSON."""
         request = urllib.request.Request(self._url(path), headers=self._headers, method="GET")
         try:
-            with urllib.request.urlopen(request, timeout=self.wait(deadline)) as response:
-                return jsonio.loads(response.read())
+            with self._exchange(request, self.wait(deadline)) as response:
+                return jsonio.loads(self._body(response))
         except urllib.error.HTTPError as exc:
+            exc.close()
             if exc.code in (401, 403):
                 raise self.auth_error(exc.code) from None
             return None
         except TimeoutError:
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and time.monotonic() >= deadline - 0.05:
                 raise TimeLimit from None
             return None
-        except (urllib.error.URLError, OSError, HTTPException, ValueError):
+        except (urllib.error.URLError, OSError, HTTPException, ValueError, ModelError):
             return None
 
-    def open(self, path: str, body: dict[str, Any], deadline: float | None = None) -> HTTPResponse:
-        """POST `body` and return the open response; retries connection errors and 502/503/504 with backoff."""
+    def open(
+        self, path: str, body: dict[str, Any], deadline: float | None = None, *, stream: bool = False
+    ) -> WatchedResponse:
+        """POST `body` and return the open response; retries connection errors and 502/503/504 with backoff. The
+        response's headers (and, unless `stream`, its body) must come within the wait (`wait`)."""
         data = json.dumps(body).encode("utf-8")
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(self._url(path), data=data, headers=self._headers, method="POST")
             wait = self.wait(deadline)
             try:
-                return urllib.request.urlopen(request, timeout=wait)
+                return self._exchange(request, wait, stream=stream, deadline=deadline)
             except urllib.error.HTTPError as exc:
                 if exc.code in _RETRY_STATUS and attempt < self.retries:
                     exc.close()
@@ -133,9 +275,7 @@ class ServerConnection:
                     continue
                 raise self._http_error(path, exc) from None
             except TimeoutError:
-                if deadline is not None and time.monotonic() >= deadline - 0.05:
-                    raise TimeLimit from None
-                raise ModelError(f"the server at {self.shown} did not answer within {wait:.0f} s") from None
+                raise self._timed_out(deadline, wait) from None
             except (urllib.error.URLError, ConnectionError, HTTPException, OSError) as exc:
                 if attempt < self.retries:
                     self._pause(attempt, deadline)
@@ -146,6 +286,12 @@ class ServerConnection:
                 ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _timed_out(self, deadline: float | None, wait: float) -> Exception:
+        """TimeLimit when the deadline has come, else the ModelError of a server that took longer than `wait`."""
+        if deadline is not None and time.monotonic() >= deadline - 0.05:
+            return TimeLimit()
+        return ModelError(f"the server at {self.shown} did not answer within {wait:.0f} s")
+
     def _pause(self, attempt: int, deadline: float | None) -> None:
         pause = self.backoff * 2**attempt
         if deadline is not None and time.monotonic() + pause >= deadline:
@@ -153,14 +299,13 @@ class ServerConnection:
         time.sleep(pause)
 
     def post(self, path: str, body: dict[str, Any], deadline: float | None = None) -> dict[str, Any]:
-        """POST `body` and read the reply, which must be a JSON object."""
-        try:
-            with self.open(path, body, deadline) as response:
-                raw = response.read()
-        except TimeoutError:
-            if deadline is not None and time.monotonic() >= deadline - 0.05:
-                raise TimeLimit from None
-            raise ModelError(f"the server at {self.shown} did not answer within {self.timeout:.0f} s") from None
+        """POST `body` and read the reply, which must be a JSON object (all of it within the wait)."""
+        wait = self.wait(deadline)
+        with self.open(path, body, deadline) as response:
+            try:
+                raw = self._body(response)
+            except TimeoutError:
+                raise self._timed_out(deadline, wait) from None
         try:
             data = jsonio.loads(raw)
         except jsonio.JSONReadError as exc:
@@ -246,6 +391,8 @@ __all__ = [
     "ServerConnection",
     "ServerRefusedError",
     "TimeLimit",
+    "Watchdog",
+    "WatchedResponse",
     "as_dict",
     "as_int",
     "as_list",

@@ -26,6 +26,9 @@ from offline_agent.errors import ConfigError, ModelError
 DEFAULT_BACKEND = "llamacpp"
 # Earlier versions recorded the llama.cpp backend as "llama.cpp" in trajectories and run folders.
 BACKEND_ALIASES = {"llama.cpp": "llamacpp"}
+# The largest seed every backend keeps as given: llama.cpp takes 32 bits and reads 2**32 - 1 as "a random seed"
+# (numpy, the guided sampler's, refuses a negative one).
+MAX_SEED = 2**32 - 2
 
 # Every option a backend may take, with the command-line flag that sets it (used in error messages and --help).
 OPTION_FLAGS: dict[str, str] = {

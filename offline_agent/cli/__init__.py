@@ -15,6 +15,7 @@ import click
 from offline_agent import incoming
 from offline_agent._version import __version__
 from offline_agent.errors import OfflineAgentError
+from offline_agent.terminal import shown_name
 
 # The module of each command. A command's module is imported when the command is asked for: importing them all
 # (the agents and their grammars with `ask`) cost `index` and `search` most of a second at every start.
@@ -52,8 +53,12 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except OfflineAgentError as exc:
-            click.echo(f"error: {incoming.clean(str(exc), 'an error message')}", err=True)
+            # An error quotes what a user typed or a file holds (a path with an OSC sequence in its name): escaped.
+            click.echo(f"error: {shown_name(incoming.clean(str(exc), 'an error message'))}", err=True)
             ctx.exit(1)
+        except click.ClickException as exc:  # a usage error quotes the value given: the same
+            exc.message = shown_name(incoming.clean(exc.message, "an error message"))
+            raise
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(130)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from offline_agent import incoming
+from offline_agent import incoming, jsonio
 from offline_agent.agents import AgentCallbacks
 from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.legacy import OptionsCommand
@@ -21,7 +20,7 @@ from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import append_line, check_writable_file, describe_write_error
 from offline_agent.sources import attach_sources, format_sources
 from offline_agent.steps import Action, StepRecord, Trajectory
-from offline_agent.terminal import shown
+from offline_agent.terminal import shown, shown_name
 
 if TYPE_CHECKING:
     from offline_agent.runner import Session
@@ -190,12 +189,12 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
 def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, capabilities: Any = None) -> None:
     """Print the answer (or the JSON trajectory) on stdout and exit 3 when there is no answer."""
     if as_json:
-        click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
+        click.echo(jsonio.dumps(trajectory.to_dict()))
     elif trajectory.answer is not None:
         click.echo(shown(trajectory.answer, one_line=True))
         sources = format_sources(trajectory)
         if sources:
-            click.echo("\n" + "\n".join(shown(line, one_line=True) for line in sources))
+            click.echo("\n" + "\n".join(shown_name(line) for line in sources))  # paths: never cut
     if not quiet:
         click.echo("\n" + stop_line(trajectory, capabilities), err=True)
     if trajectory.stop_reason == "out_of_scope":

@@ -11,14 +11,13 @@ does a question refused with an error line (one longer than a quarter of the con
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from offline_agent import incoming
+from offline_agent import incoming, jsonio
 from offline_agent.agents import RunConfig
 from offline_agent.backends.registry import setup_time_limit
 from offline_agent.cli.ask import (
@@ -148,7 +147,7 @@ class ChatLoop:
         self.history.append(Turn(question, trajectory.answer))
         attach_sources(trajectory, self.session.index)
         if self.as_json:
-            click.echo(json.dumps(trajectory.to_dict(), ensure_ascii=False))
+            click.echo(jsonio.dumps(trajectory.to_dict()))
         else:
             click.echo(shown(trajectory.answer, one_line=True) if trajectory.answer is not None else "")
             if not self.quiet:  # stdout holds one line per answer: the sources go with the steps, on stderr

@@ -9,7 +9,6 @@ that happens to be called "list"). Progress bars go to stderr, results and summa
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import sys
 from collections.abc import Iterator
@@ -19,9 +18,9 @@ from typing import Any
 
 import click
 
-from offline_agent import incoming
+from offline_agent import incoming, jsonio
 from offline_agent.errors import ConfigError
-from offline_agent.terminal import shown
+from offline_agent.terminal import shown, shown_name
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*", re.IGNORECASE)
@@ -304,7 +303,7 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         "boilerplate": report.index.extra.get("boilerplate", {}),
     }
     if as_json:
-        click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        click.echo(jsonio.dumps(summary, indent=2))
         return
     if update:
         click.echo(
@@ -348,7 +347,7 @@ def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: 
         return
     click.echo(headline)
     for path, reason in items[:limit]:
-        click.echo(f"  {shown(path, one_line=True)}: {shown(reason, one_line=True)}")
+        click.echo(f"  {shown_name(path)}: {shown(reason, one_line=True)}")
     if len(items) > limit:
         click.echo(f"  ... and {len(items) - limit} more ({label}; --json lists them all)")
 
@@ -361,14 +360,14 @@ def list_(as_json: bool) -> None:
 
     rows = list_indexes()
     if as_json:
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        click.echo(jsonio.dumps(rows, indent=2))
         return
     if not rows:
         click.echo(f"no indexes in {indexes_dir()}")
         return
     for row in rows:
         if "error" in row:
-            click.echo(f"{row['name']}\tdamaged: {row['error']}")
+            click.echo(f"{row['name']}\tdamaged: {shown_name(row['error'])}")
         else:
             click.echo(
                 f"{row['name']}\t{row['passages']:,} passages\t{row['documents']:,} documents\t"
@@ -398,10 +397,10 @@ def info(name: str, verify: bool, list_duplicates: bool, as_json: bool) -> None:
         data["verified"] = True
     if list_duplicates and not as_json:
         for row in data["duplicate_files"]:
-            click.echo(f"{row['path']}\tsame text as {row['same_as']}")
+            click.echo(f"{shown_name(row['path'])}\tsame text as {shown_name(row['same_as'])}")
         return
     if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(jsonio.dumps(data, indent=2))
         return
     for key in (
         "name",
@@ -416,14 +415,14 @@ def info(name: str, verify: bool, list_duplicates: bool, as_json: bool) -> None:
         "written_by",
     ):
         value = data[key]
-        click.echo(f"{key}: {value:,}" if isinstance(value, int) else f"{key}: {value}")
+        click.echo(f"{key}: {value:,}" if isinstance(value, int) else f"{key}: {shown_name(str(value))}")
     click.echo(f"size: {_human(data['bytes'])}")
     click.echo("bm25: " + ", ".join(f"{k}={v}" for k, v in (data["bm25"] or {}).items()))
     click.echo("analyzer: " + ", ".join(f"{k}={v}" for k, v in data["analyzer"].items()))
-    click.echo("roots: " + ", ".join(data["roots"]))
+    click.echo("roots: " + ", ".join(shown_name(root) for root in data["roots"]))
     for kind in ("include", "exclude"):
         if data["ingest"].get(kind):
-            click.echo(f"{kind}: " + " ".join(data["ingest"][kind]))
+            click.echo(f"{kind}: " + " ".join(shown_name(p) for p in data["ingest"][kind]))
     for line in _boilerplate_lines(data["boilerplate"]):
         click.echo(line)
     if verify:
@@ -486,7 +485,7 @@ def search(query: str, index_name: str | None, corpus_path: Path | None, k: int,
             hit["snippet"] = snippet(passage.text, query, corpus.analyzer)
             hit["highlights"] = highlight_spans(passage.text, query, corpus.analyzer)
             hits.append(hit)
-        click.echo(json.dumps({"query": query, "index": source, "hits": hits}, ensure_ascii=False, indent=2))
+        click.echo(jsonio.dumps({"query": query, "index": source, "hits": hits}, indent=2))
         return
     if not result.passages:
         click.echo(f"no passage matches {shown(repr(query))}")
@@ -497,7 +496,7 @@ def search(query: str, index_name: str | None, corpus_path: Path | None, k: int,
         head = f"{rank}. [{score:.3f}] {shown(passage.label() if passage.title else passage.doc_id, one_line=True)}"
         click.echo(click.style(head, bold=True) if tty else head, color=tty)
         place = f" ({passage.place()})" if passage.place() else ""
-        where = shown(passage.source or passage.doc_id, one_line=True)
+        where = shown_name(passage.source or passage.doc_id)  # a path: escaped, never cut, so it names the file
         click.echo(f"   {where}{place} [{passage.start}:{passage.end}] id={passage.id}")
         click.echo(f"   {snippet(shown(passage.text), query, corpus.analyzer, mark=mark)}", color=tty)
 

@@ -28,6 +28,7 @@ from offline_agent.backends.registry import (
     BACKEND_ALIASES,
     BACKENDS,
     DEFAULT_BACKEND,
+    MAX_SEED,
     BackendOptions,
     check_options,
 )
@@ -163,7 +164,13 @@ def _run_config_options(max_steps_help: str, max_seconds_help: str) -> list[Deco
             callback=_finite,
             help="Sampling temperature; 0 is greedy.",
         ),
-        click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (recorded with the run)."),
+        click.option(
+            "--seed",
+            type=click.IntRange(0, MAX_SEED),  # refused here, not after the model has loaded
+            default=0,
+            show_default=True,
+            help="Sampling seed (recorded with the run).",
+        ),
         click.option(
             "--grammar",
             type=click.Choice(["on", "off"]),

@@ -16,9 +16,9 @@ while other files are still being read (catalog.py), and keeps the postings of t
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
-import multiprocessing
 import os
 import re
 import sys
@@ -31,6 +31,7 @@ import numpy as np
 from offline_agent.retrieval.analyzer import TOKEN_PATTERN, Analyzer
 from offline_agent.retrieval.passages import Passage, join_heading
 from offline_agent.retrieval.postings import Triples, run_starts, runs, unique_counts, unique_sorted
+from offline_agent.retrieval.workers import ordered_map
 
 BATCH = 4096
 _SEP = " \x00 "  # between documents in a batch: its NUL comes out as a token of its own
@@ -382,12 +383,17 @@ def encode_texts(
     else:
         workers = min(workers, len(starts) // MIN_BATCHES_PER_WORKER)
         local_to_global: dict[int, np.ndarray] = {}
-        ctx = multiprocessing.get_context("spawn")
         batches = (list(texts[start : start + BATCH]) for start in starts)
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(coder.analyzer.to_dict(),)) as pool:
-            for start, (pid, new_terms, part, n_lengths) in zip(
-                starts, pool.imap(_encode_in_worker, batches), strict=True
-            ):
+        done = ordered_map(
+            _encode_in_worker,
+            batches,
+            workers,
+            doing="tokenizing passages",
+            initializer=_init_worker,
+            initargs=(coder.analyzer.to_dict(),),
+        )
+        with contextlib.closing(done):
+            for start, (pid, new_terms, part, n_lengths) in zip(starts, done, strict=True):
                 known = local_to_global.get(pid, np.zeros(0, np.int64))
                 fresh = np.fromiter(map(coder.vocab.__getitem__, new_terms), np.int64, len(new_terms))
                 known = local_to_global[pid] = np.concatenate([known, fresh])

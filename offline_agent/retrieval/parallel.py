@@ -7,19 +7,20 @@ workers. Workers are started with "spawn" (safe beside threads, and the same on 
 indexes with workers needs the usual `if __name__ == "__main__":` guard), which costs a few tenths of a second, so
 a small batch of files (under MIN_FILES, or MIN_BYTES in all) is read in this process. A reader registered by the
 user (`register_reader`) is sent to the workers too; one that cannot be pickled keeps the reading in this process.
-Workers ignore Ctrl-C: the parent stops them. The reading itself is the caller's (ingest.py passes its
-`read_outcome`), so this module needs nothing of ingest's and the two import one way.
+The workers are workers.py's: a worker that dies (`kill -9`) stops the build with one error, and Ctrl-C stops them
+all. The reading itself is the caller's (ingest.py passes its `read_outcome`), so this module needs nothing of
+ingest's and the two import one way.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import pickle
-import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from offline_agent.retrieval.readers import READERS, register_reader
+from offline_agent.retrieval.workers import ordered_map
 
 MIN_FILES = 8
 MIN_BYTES = 2 << 20
@@ -47,22 +48,23 @@ def read_in_processes(tasks: Sequence[tuple[Any, bool]], read: Read, workers: in
 
 def _read(tasks: Sequence[tuple[Any, bool]], read: Read, workers: int, readers: bytes) -> Iterator[Outcome]:
     per_call = max(1, min(16, len(tasks) // (workers * 16)))
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_start_worker, initargs=(read, readers)) as pool:
-        outcomes = pool.imap(_read_in_worker, tasks, per_call)
-        yield from zip((entry for entry, _ in tasks), outcomes, strict=True)
+    batches = [tasks[start : start + per_call] for start in range(0, len(tasks), per_call)]
+    done = ordered_map(
+        _read_in_worker, batches, workers, doing="reading files", initializer=_start_worker, initargs=(read, readers)
+    )
+    with contextlib.closing(done):  # the workers stop when the caller stops reading, not when this is collected
+        for batch, outcomes in zip(batches, done, strict=True):
+            yield from zip((entry for entry, _ in batch), outcomes, strict=True)
 
 
 _WORKER: dict[str, Any] = {}
 
 
 def _start_worker(read: Read, readers: bytes) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER["read"] = read
     for reader in pickle.loads(readers):
         register_reader(reader, replace=True)
 
 
-def _read_in_worker(task: tuple[Any, bool]) -> Any:
-    entry, chunk = task
-    return _WORKER["read"](entry, chunk)
+def _read_in_worker(batch: Sequence[tuple[Any, bool]]) -> list[Any]:
+    return [_WORKER["read"](entry, chunk) for entry, chunk in batch]

@@ -149,7 +149,12 @@ def chunk_spans(text: str, size: int = 200, overlap: int = 40, max_chars: int | 
         raise ValueError(f"need size >= 1, 0 <= overlap < size, max_chars >= 0, got {size}, {overlap}, {max_chars}")
     max_chars = max_chars or size * 12
     if _COMPILED is not None:
-        return _COMPILED.chunk_spans(text, size, overlap, max_chars, _ABBREVIATIONS)
+        # A bound past the text's length is no bound: cut to it, the compiled chunker (C integers) takes any size
+        # (`--chunk-size` near 2**63 overflowed) and gives what Python gives.
+        cap = len(text) + 1
+        if size > cap:
+            size, overlap = cap + 1, min(overlap, cap)
+        return _COMPILED.chunk_spans(text, size, overlap, min(max_chars, cap), _ABBREVIATIONS)
     return _chunk_spans(text, size, overlap, max_chars)
 
 

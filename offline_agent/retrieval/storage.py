@@ -344,12 +344,25 @@ def _read_generation(
             if name == "meta.json":
                 meta = data
             else:
-                extra = data
+                extra = _checked_extra(target, data)
         elif name.endswith(".npy"):
             arrays[name[:-4]] = _load_array(target, mmap=mmap and size >= _MMAP_MIN_BYTES)
     if not meta:
         raise RetrievalError(f"index file missing: {gen_dir / 'meta.json'}")
     return arrays, meta, extra
+
+
+def _checked_extra(target: Path, extra: dict[str, Any]) -> dict[str, Any]:
+    """files.json with the shape every reader of it expects (a manifest that matches it says only that it was not
+    altered since it was written): else a RetrievalError, not an AttributeError in whatever lists the indexes."""
+    files, roots, ingest = extra.get("files", {}), extra.get("roots", []), extra.get("ingest", {})
+    if not (isinstance(files, dict) and all(isinstance(info, dict) for info in files.values())):
+        raise RetrievalError(f"corrupt index file {target}: 'files' is not an object of objects")
+    if not (isinstance(roots, list) and all(isinstance(root, str) for root in roots)):
+        raise RetrievalError(f"corrupt index file {target}: 'roots' is not a list of paths")
+    if not isinstance(ingest, dict):
+        raise RetrievalError(f"corrupt index file {target}: 'ingest' is not an object")
+    return extra
 
 
 def _load_array(target: Path, *, mmap: bool) -> np.ndarray:

@@ -136,7 +136,7 @@ def test_search_prints_no_escape_and_keeps_each_hit_on_its_lines(tmp_path: Path,
     result = cli("search", "Kestrel server", "--corpus", str(corpus), "-k", "5", home=tmp_path / "home")
     lines = result.stdout.splitlines()
     ok = result.returncode == 0 and _terminal_safe(result.stdout) and len(lines) == 3 * 3
-    ok = ok and any("two\\nlines.txt" in line for line in lines)
+    ok = ok and any("two\\nlines\\x1b[2J.txt" in line for line in lines)  # a path: escaped, never cut
     ledger.record("control characters: ask and search output", outcome_of(result, ok))
     assert ok, result.stdout + result.stderr[-2000:]
     exact = cli("search", "Kestrel quota", "--corpus", str(corpus), "--json", home=tmp_path / "home")
@@ -152,6 +152,6 @@ def test_file_names_with_newlines_in_the_index_summary(tmp_path: Path, ledger) -
     result = cli("index", str(corpus), "--name", "logs", home=tmp_path / "home")
     skipped = [line for line in result.stdout.splitlines() if line.startswith("  ")]
     ok = result.returncode == 0 and _terminal_safe(result.stdout) and len(skipped) == 1
-    ok = ok and skipped[0].strip().startswith(os.fspath(corpus / "bad\\n.txt"))
+    ok = ok and skipped[0].strip().startswith(os.fspath(corpus / "bad\\n\\x1b]0;x\\x07.txt"))
     ledger.record("control characters: ask and search output", outcome_of(result, ok))
     assert ok, result.stdout

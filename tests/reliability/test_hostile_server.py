@@ -4,7 +4,9 @@ Fake servers (tests/fake_servers.py) send what a broken or hostile server could:
 `/v1/models` as a list, settings that are not an object, `n_ctx: "abc"`, a tokenize reply that is a number, a
 completion whose `content` is not text. A bad `--server-url` is refused. A server that accepts and never answers,
 and a stream that stalls, hold `--max-seconds N` for about N seconds (detection included), never minutes: a run
-still going after HANG_S is a hang. No message and no trajectory shows credentials from the URL.
+still going after HANG_S is a hang. So does a server that sends its headers, its body or its stream a byte every
+0.5 s (each read would end well within a socket's timeout): the time limit bounds the whole exchange. No message
+and no trajectory shows credentials from the URL.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from harness import cli_bounded, one_line_error, outcome_of
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 HANG_S = 90  # a guard far above the time limits used here (3-5 s): a loaded machine starts Python slowly
+# A dripping server's replies last minutes (a byte every 0.5 s): a run still going after this did not hold its limit.
+DRIP_BOUND_S = 60
 AREA = "model server misbehaving"
 
 
@@ -111,3 +115,35 @@ def test_no_message_or_trajectory_shows_credentials(tiny_corpus: Path, tmp_path:
     assert one_line_error(results[0]) is not None and "***" in results[0].stderr
     trajectory = json.loads(results[1].stdout)
     assert trajectory["model"]["url"].startswith("http://***@127.0.0.1") and sent  # it did reach the server
+
+
+DRIPS = {  # a server that sends a byte every 0.5 s: --max-seconds 2 bounds the whole exchange, not each read
+    "headers a byte at a time (detection)": (dict.fromkeys(("/props", "/get_model_info", "/v1/models"), "headers"), ()),
+    "a body a byte at a time (the probe)": ({"/completion": "body"}, ("--server-kind", "llama-server")),
+    "a stream a byte at a time": ({"/completion": "stream"}, ()),
+}
+
+
+@pytest.mark.parametrize("case", list(DRIPS), ids=[case.replace(" ", "-") for case in DRIPS])
+def test_a_server_that_drips_bytes_holds_the_time_limit(case: str, tiny_corpus: Path, tmp_path: Path, ledger) -> None:
+    drip, extra = DRIPS[case]
+    with FakeServer("llama-server", drip=drip, drip_pause=0.5) as server:
+        result = _ask(server.url, tiny_corpus, tmp_path, "--max-seconds", "2", *extra, timeout=DRIP_BOUND_S)
+    if "stream" in case:  # set-up passes; the first step's stream is cut at the deadline: stop reason timeout
+        ok = result is not None and result.returncode == 3 and "stop reason timeout" in result.stderr
+    else:
+        line = one_line_error(result) if result is not None else None
+        ok = line is not None and "within 2 s (--max-seconds)" in line
+    ledger.record("http", outcome_of(result, ok))
+    assert ok, None if result is None else (result.returncode, result.stderr[-2000:])
+
+
+def test_without_a_time_limit_the_server_timeout_bounds_a_dripped_reply(tiny_corpus: Path, tmp_path: Path, ledger):
+    """--server-timeout bounds each request's whole exchange too: a reply a byte at a time is no answer."""
+    with FakeServer("llama-server", drip={"/completion": "body"}, drip_pause=0.5) as server:
+        args = ("--server-kind", "llama-server", "--server-timeout", "2")
+        result = _ask(server.url, tiny_corpus, tmp_path, *args, timeout=DRIP_BOUND_S)
+    line = one_line_error(result) if result is not None else None
+    ok = line is not None and "did not answer within 2 s" in line
+    ledger.record("http", outcome_of(result, ok))
+    assert ok, None if result is None else (result.returncode, result.stderr[-2000:])

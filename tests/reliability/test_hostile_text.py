@@ -162,9 +162,10 @@ def test_a_chat_line_that_is_not_utf8_is_answered_and_the_chat_goes_on(
     assert ok, stderr[-2000:]
 
 
-def _mcp_exchange(lines: list[bytes], home: Path, index: Path, answers: int) -> tuple[list[dict], str]:
-    """Send `lines` to `offline-agent mcp` after the handshake and a last request; the replies (JSON objects, until
-    `answers` of them besides the handshake's and the last one's have come) and stderr."""
+def _mcp_exchange(lines: list[bytes], home: Path, index: Path | None, answers: int) -> tuple[list[dict], str]:
+    """Send `lines` to `offline-agent mcp` (serving `index`, or every named index of `home` when None) after the
+    handshake and a last request; the replies (JSON objects, until `answers` of them besides the handshake's and the
+    last one's have come) and stderr."""
     pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -e '.[test]'")
     hello = {
         "jsonrpc": "2.0",
@@ -176,7 +177,7 @@ def _mcp_exchange(lines: list[bytes], home: Path, index: Path, answers: int) -> 
     last = {"jsonrpc": "2.0", "id": 99, "method": "tools/list"}
     data = b"".join(json.dumps(m).encode() + b"\n" for m in (hello, ready)) + b"".join(line + b"\n" for line in lines)
     data += json.dumps(last).encode() + b"\n"
-    command = [sys.executable, "-m", "offline_agent.cli", "mcp", "--index", str(index)]
+    command = [sys.executable, "-m", "offline_agent.cli", "mcp", *(("--index", str(index)) if index else ())]
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(home), cwd=ROOT
     )

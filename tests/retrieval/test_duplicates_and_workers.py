@@ -128,3 +128,19 @@ def _rewrite(path: Path, text: str) -> None:
     before = path.stat().st_mtime_ns
     path.write_text(text)
     os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def test_worker_processes_answer_in_order_and_pass_an_error_on() -> None:
+    """workers.ordered_map: the answers in the items' order whatever worker gave each; an exception a worker's
+    function raised is raised here, and the workers stop."""
+    from offline_agent.retrieval.workers import ordered_map
+
+    assert list(ordered_map(abs, range(-40, 0), 2, doing="testing")) == list(range(40, 0, -1))
+    answers = ordered_map(int, ["1", "2", "three", "4"], 2, doing="testing")
+    assert next(answers) == 1
+    try:
+        list(answers)
+    except ValueError as exc:
+        assert "three" in str(exc)
+    else:
+        raise AssertionError("the worker's ValueError was not raised")

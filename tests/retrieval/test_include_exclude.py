@@ -4,15 +4,18 @@ and how `--update` keeps the patterns stored with the index (or replaces them wh
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from offline_agent.cli import _register, cli
 from offline_agent.errors import ConfigError
 from offline_agent.retrieval import IngestOptions, ingest_paths
-from offline_agent.retrieval.globs import PathFilter, glob_regex
+from offline_agent.retrieval.globs import GlobMatcher, PathFilter
 
 _register()
 
@@ -37,9 +40,56 @@ _register()
     ],
 )
 def test_how_a_glob_matches_a_relative_path(pattern: str, matches: list[str], misses: list[str]) -> None:
-    rx = glob_regex(pattern)
-    assert [p for p in matches if not rx.fullmatch(p)] == []
-    assert [p for p in misses if rx.fullmatch(p)] == []
+    matcher = GlobMatcher(pattern)
+    assert [p for p in matches if not matcher.fullmatch(p)] == []
+    assert [p for p in misses if matcher.fullmatch(p)] == []
+
+
+def reference_regex(pattern: str) -> re.Pattern[str]:
+    """The regular expression the matcher replaced (it backtracks, so only for short paths): the reference."""
+    anchored, body, out, i = "/" in pattern.rstrip("/"), pattern.strip("/"), [], 0
+    while i < len(body):
+        if body.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif body[i] in "*?":
+            out.append("[^/]*" if body[i] == "*" else "[^/]")
+            i += 1
+        elif body[i] == "[" and (end := body.find("]", i + 2)) != -1:
+            inner = body[i + 1 : end]
+            negate = inner.startswith("!")
+            inner = re.sub(r"([\\\]\[^])", r"\\\1", inner[1:] if negate else inner)  # "[" too: no nested set
+            out.append(f"[{'^/' if negate else ''}{inner}]")
+            i = end + 1
+        else:
+            out.append(re.escape(body[i]))
+            i += 1
+    return re.compile(("" if anchored else "(?:.*/)?") + "".join(out), re.DOTALL)
+
+
+_GLOB_PARTS = st.sampled_from(["*", "**", "**/", "?", "/", "a", "b", ".", "-", "[ab]", "[!a]", "[a-c]", "[-a]", "["])
+
+
+@given(st.lists(_GLOB_PARTS, min_size=1, max_size=8).map("".join), st.text("ab./-c\n", max_size=12))
+def test_the_matcher_agrees_with_the_regex_it_replaced(pattern: str, path: str) -> None:
+    if not pattern.strip("/"):
+        return
+    try:
+        reference = reference_regex(pattern)
+    except re.error:  # a backwards range: a traceback before, one line now
+        with pytest.raises(ConfigError, match="is backwards"):
+            GlobMatcher(pattern)
+        return
+    assert GlobMatcher(pattern).fullmatch(path) == bool(reference.fullmatch(path)), (pattern, path)
+
+
+@pytest.mark.parametrize("pattern", ["[z-a]", "notes/[9-0]*.md"])
+def test_a_backwards_range_is_one_line(pattern: str) -> None:
+    with pytest.raises(ConfigError, match="is backwards"):
+        PathFilter(exclude=(pattern,))
 
 
 def test_a_folder_that_matches_matches_all_it_holds() -> None:
