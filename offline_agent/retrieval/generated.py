@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from offline_agent.retrieval.globs import glob_regex
+from offline_agent.retrieval.globs import GlobMatcher
 
 SCRIPT_SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".css"})
 INDEX_SUFFIXES = frozenset({".js", ".json", ".mjs"})
@@ -66,7 +66,7 @@ def generated_by_content(name: str, data: bytes) -> str | None:
 
 def asked_for(relative: str, include: Sequence[str]) -> bool:
     """Whether one of the --include patterns matches the file at `relative` itself (not only a folder above it)."""
-    return any(glob_regex(pattern).fullmatch(relative) for pattern in include)
+    return any(GlobMatcher(pattern).fullmatch(relative) for pattern in include)
 
 
 def _size(n: int) -> str:
