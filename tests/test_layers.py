@@ -13,7 +13,7 @@ The layers, lowest first (a module may import its own layer and those below it, 
     6. agents      the strategies, their run config, options and profiles (and checks/, verify's answer checks)
     7. runner      Session: a backend, a corpus and a strategy assembled; sources: the passages a run rests on
     8. eval        datasets, metrics, the evaluation runner, reports
-    9. entry       mcp_server, cli, and the package's own __init__ (the public API)
+    9. entry       mcp_server, serve (the HTTP server), cli, and the package's own __init__ (the public API)
 
 Every import statement of every module counts, wherever it stands: at the top, inside a function, or under
 TYPE_CHECKING (a type-only import is still an arrow a reader follows). Within a layer, modules may import each
@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("agents", ("agents", "checks")),
     ("runner", ("runner", "sources")),
     ("eval", ("eval",)),
-    ("entry", ("mcp_server", "cli", "")),  # "": the package's __init__, the public API
+    ("entry", ("mcp_server", "serve", "cli", "")),  # "": the package's __init__, the public API
 ]
 LAYER_OF = {part: rank for rank, (_, parts) in enumerate(LAYERS) for part in parts}
 

@@ -28,6 +28,7 @@ COMMAND_MODULES = {
     "search": "index",
     "strategies": "strategies",
     "mcp": "mcp",
+    "serve": "serve",
     "models": "models",
 }
 
