@@ -337,6 +337,14 @@ def test_model_names_and_loopback() -> None:
 
 
 # ---- the command line --------------------------------------------------------------------------------------------
+def test_help_lists_the_serve_options_and_the_run_options(isolated_home: Path) -> None:
+    result = run("serve", "-h", home=isolated_home)
+    assert result.returncode == 0
+    for option in ("--corpus", "--host", "--port", "--api-key", "--cors", "--queue", "--show-sources", "--max-seconds",
+                   "--temperature", "--profile", "-o, --option", "--model", "--backend"):  # fmt: skip
+        assert option in result.stdout, option
+
+
 def test_a_non_loopback_host_needs_an_api_key(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OFFLINE_AGENT_API_KEY", raising=False)
     result = run("serve", "--host", "0.0.0.0", "--port", "0", home=isolated_home)

@@ -157,6 +157,7 @@ def test_sigterm_finishes_the_step_and_exits_cleanly(server: ServerProcess) -> N
     reader.join(60)
     assert status == 0, server.stderr
     assert "offline-agent serve: stopped" in server.stderr and "Traceback" not in server.stderr
-    assert lines[-1] == "data: [DONE]"  # the stream was ended, not cut: an answer, or the shutdown's error
-    ended = [json.loads(line[6:]) for line in lines if line.startswith("data: {")][-1]
+    sent = [line for line in lines if line]  # events are separated by blank lines
+    assert sent[-1] == "data: [DONE]"  # the stream was ended, not cut: an answer, or the shutdown's error
+    ended = [json.loads(line[6:]) for line in sent if line.startswith("data: {")][-1]
     assert ended.get("offline_agent", {}).get("event") == "end" or "shutting down" in ended["error"]["message"]

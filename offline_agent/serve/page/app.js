@@ -56,11 +56,19 @@ function placeOf(source) {
   return "";
 }
 
+function label(title, heading) {
+  // The title, then the heading path without a first heading that only repeats the title.
+  const path = [...(heading || [])];
+  if (path.length && path[0] === title) path.shift();
+  return [title, ...path].filter(Boolean).join(" › ");
+}
+
 function showSources(view, model, sources) {
-  const list = element("ol", "sources");
   if (!sources.length) {
-    list.append(element("li", null, "Sources: none (the answer is not written word for word in what was read)"));
+    view.turn.append(element("p", "sources", "Sources: none (the answer is not written word for word in what was read)"));
+    return;
   }
+  const list = element("ol", "sources");
   for (const source of sources) {
     const item = element("li");
     const place = placeOf(source);
@@ -69,7 +77,7 @@ function showSources(view, model, sources) {
     open.dataset.passage = String(source.passage_id);
     open.addEventListener("click", () => openPassage(model, source.passage_id));
     item.append(open);
-    const heading = [source.title, ...(source.heading || [])].filter(Boolean).join(" › ");
+    const heading = label(source.title, source.heading);
     if (heading) item.append(element("span", "heading", ` ${heading}`));
     item.append(element("span", "sentence", `“${source.sentence}”`));
     list.append(item);
@@ -86,7 +94,7 @@ async function openPassage(model, id) {
     $("passage-text").textContent = "";
   } else {
     const passage = await response.json();
-    $("passage-title").textContent = [passage.title, ...passage.heading].filter(Boolean).join(" › ");
+    $("passage-title").textContent = label(passage.title, passage.heading);
     const place = placeOf(passage);
     $("passage-place").textContent = place ? `${passage.path}, ${place}` : passage.path;
     $("passage-text").textContent = passage.text;
@@ -153,7 +161,6 @@ async function ask(question) {
     await readStream(response, view);
     const end = view.end || {};
     const answered = end.answer !== null && end.answer !== undefined;
-    view.steps.open = false;
     view.turn.append(element("p", answered ? "answer" : "answer none", answered ? end.answer : view.answer));
     if (answered) showSources(view, model, end.sources || []);
     conversation.messages.push({ role: "assistant", content: view.answer });
