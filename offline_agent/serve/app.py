@@ -27,7 +27,7 @@ from offline_agent.agents import RunConfig
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.serve import openai_api as api
 from offline_agent.serve.guard import Guard
-from offline_agent.serve.runs import Job, QueueFullError, RunCancelled, RunQueue, ShuttingDownError
+from offline_agent.serve.runs import Events, Job, QueueFullError, RunCancelled, RunQueue, ShuttingDownError
 
 PAGE = Path(__file__).parent / "page"
 ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
@@ -207,7 +207,7 @@ async def _body(request: Any) -> bytes:
     return b"".join(chunks)
 
 
-async def _finished(job: Job, events: asyncio.Queue[tuple[str, Any]], request: Any) -> bool:
+async def _finished(job: Job, events: Events, request: Any) -> bool:
     """Wait for the job's run to end (True), or for its client to go away first (False)."""
     gone = asyncio.ensure_future(_disconnect(request.receive))
     try:
@@ -275,7 +275,7 @@ class EventStream:
             raise sending.exception()  # type: ignore[misc]
 
 
-async def _stream(job: Job, events: asyncio.Queue[tuple[str, Any]], asked: api.ChatRequest, runs: RunQueue):
+async def _stream(job: Job, events: Events, asked: api.ChatRequest, runs: RunQueue):
     """The run as server-sent events: the steps as they are written, then the answer, the end and [DONE]."""
     created, model = api.now(), asked.model
     finished = False
@@ -300,7 +300,7 @@ async def _stream(job: Job, events: asyncio.Queue[tuple[str, Any]], asked: api.C
             job.cancel()  # the client went away (the response was cancelled): the run stops at its next step
 
 
-async def _steps(events: asyncio.Queue[tuple[str, Any]]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+async def _steps(events: Events) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """(text for reasoning_content, the event) for each of the run's events, until it is done."""
     observed = False  # this step's Observation was sent when its tool ended
     while True:
@@ -310,8 +310,8 @@ async def _steps(events: asyncio.Queue[tuple[str, Any]]) -> AsyncIterator[tuple[
         if kind == "step_start":
             observed = False
             yield ("\n" if value else ""), {"event": "step_start", "step": value + 1}
-        elif kind == "token":
-            yield value, {"event": "token"}
+        elif kind == "token":  # with the tokens that came meanwhile: one chunk, not one per token
+            yield value + events.take_tokens(), {"event": "token"}
         elif kind == "tool_start":
             name, argument = value
             yield "", {"event": "tool_start", "tool": name, "argument": argument}

@@ -60,25 +60,55 @@ class Job:
     finished: threading.Event = field(default_factory=threading.Event)  # set once its run has ended, however
     trajectory: Trajectory | None = None
     error: BaseException | None = None
-    # Set by `attach`: the event loop and the queue the run's events go to (None: nobody listens).
-    loop: asyncio.AbstractEventLoop | None = None
-    events: asyncio.Queue[tuple[str, Any]] | None = None
+    events: Events | None = None  # set by `attach` (None: nobody listens)
 
-    def attach(self, loop: asyncio.AbstractEventLoop) -> asyncio.Queue[tuple[str, Any]]:
-        self.loop, self.events = loop, asyncio.Queue()
+    def attach(self, loop: asyncio.AbstractEventLoop) -> Events:
+        self.events = Events(loop)
         return self.events
 
     def emit(self, kind: str, value: Any = None) -> None:
         """Hand an event to the event loop (from the worker thread); ("done", None) is always the last one."""
-        if not self.stream and kind != "done":
-            return
-        if self.loop is not None and self.events is not None and not self.loop.is_closed():
-            # RuntimeError: the loop closed between the check and the call, and nobody is listening
-            with contextlib.suppress(RuntimeError):
-                self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, value))
+        if self.events is not None and (self.stream or kind == "done"):
+            self.events.put((kind, value))
 
     def cancel(self) -> None:
         self.cancelled.set()
+
+
+class Events:
+    """A run's events on their way from the worker thread to the event loop, which is woken once for all the events
+    that came while it was busy rather than once per token: under load, a wake-up per token cost the model's thread
+    time (the worker appends to a deque; a flag says a wake-up is already on its way)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: collections.deque[tuple[str, Any]] = collections.deque()
+        self._ready = asyncio.Event()
+        self._woken = False
+
+    def put(self, item: tuple[str, Any]) -> None:
+        """From the worker thread."""
+        self._items.append(item)
+        if not self._woken and not self._loop.is_closed():
+            self._woken = True
+            with contextlib.suppress(RuntimeError):  # the loop closed since the check: nobody is listening
+                self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def get(self) -> tuple[str, Any]:
+        """The next event, waiting for it."""
+        while not self._items:
+            self._ready.clear()
+            self._woken = False
+            if not self._items:  # one that came before the flag was reset woke nobody: look again first
+                await self._ready.wait()
+        return self._items.popleft()
+
+    def take_tokens(self) -> str:
+        """The text of the token events at the head of the queue, taken (without waiting)."""
+        texts = []
+        while self._items and self._items[0][0] == "token":
+            texts.append(self._items.popleft()[1])
+        return "".join(texts)
 
 
 class RunQueue:
