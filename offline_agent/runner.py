@@ -89,6 +89,23 @@ def save_scope(index_folder: Path, scope: str) -> None:
         ) from None
 
 
+QUESTION_SHARE = 0.25  # the most of the context window one question may take
+
+
+def check_question_length(backend: Any, question: str) -> None:
+    """Refuse (ConfigError) a question that takes more than QUESTION_SHARE of the context window: it could not be
+    answered, and once in a chat's history it would crowd out every later question's prompt too."""
+    if backend is None:
+        return
+    most = int(backend.context_size * QUESTION_SHARE)
+    tokens = backend.count_tokens(question)
+    if tokens > most:
+        raise ConfigError(
+            f"the question is too long: {tokens} tokens, where a question may take at most {most} "
+            f"(a {QUESTION_SHARE:.0%} share of the model's {backend.context_size}-token context)"
+        )
+
+
 def agent_tools(agent: str | type[Strategy], tools: Sequence[str] = DEFAULT_TOOLS) -> tuple[str, ...]:
     """The tools a run of `agent` gets: `tools`, then the built-in tools the strategy requires (KnowAgent's
     retrieve) that are not among them."""
@@ -187,9 +204,11 @@ def _scope_entry(verdict: Any) -> dict[str, Any]:
 
 
 __all__ = [
+    "QUESTION_SHARE",
     "Session",
     "agent_tools",
     "build_backend",
+    "check_question_length",
     "corpus_scope",
     "env_int",
     "load_backend",

@@ -14,7 +14,7 @@ from support import ROOT
 from offline_agent.cli import _register, cli
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RUN_SECTIONS, run_options
-from offline_agent.cli.sections import BACKEND_SECTIONS, OTHER, SECTIONS, place
+from offline_agent.cli.sections import BACKEND_SECTIONS, OTHER, SECTIONS, SERVER, place
 
 COMMANDS = ["ask", "chat", "eval", "mcp"]
 FLAG = re.compile(r"(?<![\w-])(--?[a-z][\w-]*)")
@@ -68,7 +68,8 @@ def test_ask_help_shows_at_most_20_options_before_the_backends() -> None:
             break
         before += entries
     assert 15 <= len(before) <= 20, len(before)
-    assert [title for title, _ in printed][:4] == list(SECTIONS[:4])  # corpus, strategy, limits, model and backend
+    # corpus, strategy, limits, model and backend (ask has no server section: that is serve's)
+    assert [title for title, _ in printed][:4] == [section for section in SECTIONS if section != SERVER][:4]
     backends = {title: [entry[0] for entry in entries] for title, entries in printed if title in BACKEND_SECTIONS}
     assert "--gpu-layers" in backends["Backend llamacpp"] and "--server-url" in backends["Backend http"]
     assert backends["Backend transformers"] == ["--device"]
@@ -107,3 +108,9 @@ def test_a_new_command_that_takes_the_run_options_gets_their_sections() -> None:
 def test_an_unknown_section_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown help section"):
         place({"port": "Outputs"})
+
+
+def test_serve_lists_where_it_listens_in_a_section_of_its_own() -> None:
+    printed = dict(sections(help_text("serve")))
+    assert [entry[0] for entry in printed["Server"]] == ["--host", "--port", "--api-key", "--cors", "--queue"]
+    assert "Other options" not in printed and any(entry[0] == "--show-sources" for entry in printed["Output"])

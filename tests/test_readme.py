@@ -13,6 +13,9 @@ checked by its first word, and a first word with no rule fails the test (a new k
   the README's own. The commands run in the README's order (an index is built before it is searched). Each must
   exit 0 without a traceback; `ask` may also exit 3, the agent stopping without an answer, which the tiny model
   may do. `models install` is not run (it installs packages): it is checked to be a command.
+- `offline-agent serve ...` is started in the same sandbox (on a free port: the wrapper adds `--port 0`) and the
+  `curl` lines and the ```python block of the Serve section run against it (their `http://127.0.0.1:8000` made the
+  server's address); then SIGTERM must stop it with exit 0.
 - `make X`: the Makefile has the target X (make run and make test install things, so they are not run here).
 - `pip install ...`: an `offline-agent[EXTRA]` names an extra of pyproject.toml; other packages are not checked.
 - `. .venv/bin/activate`: scripts/install.sh makes `.venv`.
@@ -41,8 +44,10 @@ from support import ROOT, TINY_CORPUS, cli_env
 
 README = ROOT / "README.md"
 TEST_MODEL = "smollm2-135m-instruct"
-MODEL_COMMANDS = {"ask", "chat", "eval", "mcp"}
+MODEL_COMMANDS = {"ask", "chat", "eval", "mcp", "serve"}
 NOT_RUN = {("models", "install")}  # installs packages
+SERVED = ("serve",)  # started, then talked to by the curl lines and the Serve section's Python (see the docstring)
+README_ADDRESS = "http://127.0.0.1:8000"
 SHELL_BLOCK = re.compile(r"^```(bash|sh|console)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 DOC_LINK = re.compile(r"\]\(((?:docs|benchmarks)/[^)#\s]+)(?:#[^)]*)?\)")
@@ -59,6 +64,8 @@ if args and args[0] in {model_commands!r}:
     args += ["--model", {model!r}, "--max-steps", "2", "--threads", "1"]
     if args[0] == "eval":
         args += ["--limit", "1"]
+    if args[0] == "serve":
+        args += ["--port", "0"]
 sys.argv = ["offline-agent", *args]
 main()
 """
@@ -164,7 +171,7 @@ def test_every_named_command_is_real() -> None:
 
 def test_every_command_line_has_a_rule() -> None:
     kinds = {kind(command) for command in readme_commands()}
-    assert kinds <= {"offline-agent", "make", "pip", "."}, kinds
+    assert kinds <= {"offline-agent", "make", "pip", ".", "curl"}, kinds
 
 
 def test_the_commands_that_install_are_there() -> None:
@@ -221,7 +228,9 @@ RUN = [command for command in readme_commands() if kind(command) == "offline-age
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("command", [c for c in RUN if tuple(agent_words(c)[:2]) not in NOT_RUN])
+@pytest.mark.parametrize(
+    "command", [c for c in RUN if tuple(agent_words(c)[:2]) not in NOT_RUN and agent_words(c)[0] not in SERVED]
+)
 def test_the_readme_command_runs(command: str, sandbox: dict[str, object]) -> None:
     result = subprocess.run(
         ["bash", "-c", f"set -o pipefail; {command}"],
@@ -256,3 +265,54 @@ def test_the_python_example_runs(sandbox: dict[str, object]) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[-1].startswith("{") and '"question": "In which year was she born?"' in lines[-1], lines[-3:]
+
+
+@pytest.mark.model
+def test_the_serve_section_runs_against_the_server(sandbox: dict[str, object]) -> None:
+    """`serve` started as the README starts it; its curl lines and its Python line get answers; SIGTERM ends it."""
+    pytest.importorskip("openai", reason="the openai client is not installed (the test extra has it)")
+    started = [command for command in RUN if agent_words(command)[0] in SERVED]
+    curls = [command for command in readme_commands() if kind(command) == "curl"]
+    section = readme_text().split("\n## Serve", 1)[1].split("\n## ", 1)[0]
+    assert len(started) == 1 and curls and README_ADDRESS in section
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec {started[0]}"],
+        cwd=sandbox["cwd"],
+        env=sandbox["env"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        seen = []
+        assert server.stderr is not None
+        for line in server.stderr:
+            seen.append(line)
+            found = re.search(r"the page and the API at (http://\S+)", line)
+            if found:
+                address = found.group(1)
+                break
+        else:
+            raise AssertionError("serve did not start:\n" + "".join(seen))
+        for command in curls:
+            result = subprocess.run(
+                ["bash", "-c", command.replace(README_ADDRESS, address)],
+                cwd=sandbox["cwd"], env=sandbox["env"], capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            assert result.returncode == 0 and '"offline_agent"' in result.stdout, (
+                command,
+                result.stdout,
+                result.stderr,
+            )
+        (code,) = PYTHON_BLOCK.findall(section)
+        result = subprocess.run(
+            [sys.executable, "-c", code.replace(README_ADDRESS, address)],
+            cwd=sandbox["cwd"], env=sandbox["env"], capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0 and result.stdout.strip(), result.stderr[-3000:]
+    finally:
+        server.terminate()
+        status = server.wait(120)
+    rest = server.stderr.read() if server.stderr else ""
+    assert status == 0 and "Traceback" not in rest, rest

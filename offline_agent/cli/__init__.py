@@ -29,6 +29,7 @@ COMMAND_MODULES = {
     "search": "index",
     "strategies": "strategies",
     "mcp": "mcp",
+    "serve": "serve",
     "models": "models",
 }
 

@@ -31,13 +31,13 @@ from offline_agent.cli.ask import (
 from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.cli.sections import OUTPUT, place
-from offline_agent.errors import ConfigError, OfflineAgentError
+from offline_agent.errors import OfflineAgentError
 from offline_agent.outputs import check_writable_file
+from offline_agent.runner import check_question_length
 from offline_agent.sources import attach_sources, format_sources
 from offline_agent.steps import Trajectory, Turn
 from offline_agent.terminal import shown
 
-QUESTION_SHARE = 0.25  # the most of the context window one question may take
 CHAT_COMMANDS = {
     "/history": "list the turns so far",
     "/reset": "forget them",
@@ -118,18 +118,8 @@ class ChatLoop:
         return lines
 
     def check_length(self, question: str) -> None:
-        """Refuse a question that takes more than QUESTION_SHARE of the context window: it could not be answered,
-        and once in the history it would crowd out every later question's prompt too."""
-        backend = getattr(self.session, "backend", None)
-        if backend is None:
-            return
-        most = int(backend.context_size * QUESTION_SHARE)
-        tokens = backend.count_tokens(question)
-        if tokens > most:
-            raise ConfigError(
-                f"the question is too long: {tokens} tokens, where a question may take at most {most} "
-                f"(a {QUESTION_SHARE:.0%} share of the model's {backend.context_size}-token context)"
-            )
+        """Refuse a question too long for the context window (runner.check_question_length)."""
+        check_question_length(getattr(self.session, "backend", None), question)
 
     def ask(self, question: str) -> Trajectory | None:
         """Answer one question with the history so far; None when it was abandoned with Ctrl-C or refused (one

@@ -1,6 +1,7 @@
-"""Help in sections: the options of a command that answers questions (`ask`, `chat`, `eval`, `mcp`) listed under
-headings a person can scan, each option once: the corpus and questions; the strategy and its `-o` options; the
-limits and sampling; the model and backend, then each backend's own options under its name; the output.
+"""Help in sections: the options of a command that answers questions (`ask`, `chat`, `eval`, `mcp`, `serve`) listed
+under headings a person can scan, each option once: the corpus and questions; where `serve` listens; the strategy
+and its `-o` options; the limits and sampling; the model and backend, then each backend's own options under its
+name; the output.
 
 An option is placed by its parameter's name with `place`: the run options in one table beside them (options.py),
 so a command that takes them gets their sections with them, and a command's own options in a table on the command.
@@ -18,6 +19,7 @@ import click
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 CORPUS = "Corpus and questions"
+SERVER = "Server"
 STRATEGY = "Strategy and its -o options"
 LIMITS = "Limits and sampling"
 MODEL = "Model and backend"
@@ -27,7 +29,7 @@ LOCAL = "Backends llamacpp and transformers"
 HTTP = "Backend http"
 OUTPUT = "Output"
 OTHER = "Other options"
-SECTIONS = (CORPUS, STRATEGY, LIMITS, MODEL, LLAMACPP, TRANSFORMERS, LOCAL, HTTP, OUTPUT, OTHER)
+SECTIONS = (CORPUS, SERVER, STRATEGY, LIMITS, MODEL, LLAMACPP, TRANSFORMERS, LOCAL, HTTP, OUTPUT, OTHER)
 BACKEND_SECTIONS = (LLAMACPP, TRANSFORMERS, LOCAL, HTTP)
 
 _ATTRIBUTE = "help_section"
