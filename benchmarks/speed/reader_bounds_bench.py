@@ -70,7 +70,6 @@ print(json.dumps({"seconds": seconds, "peak_mb": peak / 1024, "outcome": outcome
 def measure(src: Path, make: str, n: int, suffix: str, timeout: float, folder: Path) -> dict | None:
     """One read in a subprocess (the file written here first): seconds, peak MB, outcome and file size; None past
     `timeout`."""
-    sys.path.insert(0, str(ROOT))
     from tests import hostile_inputs
 
     path = folder / f"hostile{suffix}"

@@ -135,7 +135,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--questions", type=int, default=8, help="how many sample questions (repeated as needed)")
     parser.add_argument("--clients", default="1,4,16", help="client counts, comma-separated")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     clients = [int(part) for part in args.clients.split(",")]
     asked = questions(args.questions, clients)
     print(f"{len(asked)} questions per round ({args.questions} distinct), model {args.model}, profile {args.profile}")
