@@ -23,7 +23,7 @@ from typing import ClassVar
 from offline_agent.agents.options import StrategyOptions, option
 from offline_agent.agents.react import LoopState, ReActAgent, question_search
 from offline_agent.agents.run import RunConfig
-from offline_agent.grammar import StepGrammar, build_grammar
+from offline_agent.grammar import StepGrammar
 from offline_agent.parse import StepParser
 from offline_agent.steps import Action
 
@@ -66,12 +66,7 @@ class RagAgent(ReActAgent):
     def step_grammar(self, state: LoopState, index: int, final_only: bool) -> tuple[StepGrammar, StepParser]:
         """Every step the model writes may only be Final: grounded in what the search showed, where grounded (the
         question's own words and the form's answers when the search found nothing)."""
-        grounding = self.final_grounding(state, True)
-        if grounding is None:
-            return self.final_grammar, self.final_parser
-        if grounding.is_empty:
-            return self.free_final_grammar, self.free_final_parser
-        return build_grammar(self.spec.final_only(), grounding), self.final_parser
+        return self.final_step_grammar(state)
 
 
 __all__ = ["RagAgent", "RagOptions"]

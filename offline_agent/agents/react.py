@@ -240,22 +240,28 @@ class ReActAgent(Strategy):
         grammar's Final is rebuilt from what the run has read, `final_grounding` (the parser stays the same; it
         checks the span against the grammar's `grounding`).
         """
-        spent = {} if final_only else self.spent_calls(state)
-        searching = self.searches(state) < self.options.min_searches or self.must_search(state)
-        if not final_only and searching:
+        if final_only:
+            return self.final_step_grammar(state)
+        spent = self.spent_calls(state)
+        if self.searches(state) < self.options.min_searches or self.must_search(state):
             grammar = build_grammar(self.search_spec, spent=spent) if spent else self.search_grammar
             return grammar, self.search_parser
-        grounding = self.final_grounding(state, final_only)
+        grounding = self.final_grounding(state, False)
         if grounding is not None and grounding.is_empty:
-            if final_only:
-                return self.free_final_grammar, self.free_final_parser
             return build_grammar(self.no_final_spec, spent=spent), self.parser
         if grounding is not None:
-            spec = self.spec.final_only() if final_only else self.spec
-            return build_grammar(spec, grounding, spent), self.final_parser if final_only else self.parser
-        if final_only:
-            return self.final_grammar, self.final_parser
+            return build_grammar(self.spec, grounding, spent), self.parser
         return (build_grammar(self.spec, spent=spent) if spent else self.grammar), self.parser
+
+    def final_step_grammar(self, state: LoopState) -> tuple[StepGrammar, StepParser]:
+        """The grammar and parser of a step that may only answer: grounded in what the run has read where the run is
+        grounded (with nothing read yet, the ungrounded Final: there is nothing to ground it in)."""
+        grounding = self.final_grounding(state, True)
+        if grounding is None:
+            return self.final_grammar, self.final_parser
+        if grounding.is_empty:
+            return self.free_final_grammar, self.free_final_parser
+        return build_grammar(self.spec.final_only(), grounding), self.final_parser
 
     def final_grounding(self, state: LoopState, final_only: bool) -> Grounding | None:
         """What a grounded step's Final may be written from (None: the run is not grounded). ReAct: all the run has
