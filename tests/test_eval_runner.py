@@ -343,3 +343,27 @@ def test_searches_of_a_row_written_before_they_were_counted() -> None:
     old = {"prediction": "x", "trajectory": {"steps": steps}}
     assert searches_of(old) == 1 and answered_after_one_search([old]) == 1.0
     assert answered_after_one_search([{"prediction": None, "searches": 0}]) is None
+
+
+def test_answers_that_all_come_back_at_once_are_each_written_in_order(tiny_corpus: Path, tmp_path: Path) -> None:
+    """With questions in flight, every one is written even when several finish while the writer is busy (a slow
+    terminal here); a loop that stopped once nothing was left to write lost the questions not yet started."""
+    import dataclasses
+    import time
+
+    from offline_agent.eval.runner import EvalCallbacks
+
+    path = tmp_path / "many.jsonl"
+    ids = [f"m{i}" for i in range(12)]
+    path.write_text("".join(json.dumps({"id": i, "question": "Where?", "answer": "x"}) + "\n" for i in ids))
+    finals = ["Thought: Known.\nFinal: x"] * len(ids)
+    run_evaluation(options(path, tiny_corpus, tmp_path / "one"), backend=ScriptedBackend(finals))
+    answered = {row["id"]: row for row in RunFolder(tmp_path / "one").read_results()}
+
+    run = prepare_evaluation(options(path, tiny_corpus, tmp_path / "three"), backend=ScriptedBackend())
+    run.options = dataclasses.replace(run.options, concurrency=3)  # what a batching server's run would use
+    run.answer = lambda record: answered[record.id]  # answers come back at once: the writer is the slow part
+    slow = EvalCallbacks(on_question=lambda record: time.sleep(0.01), on_result=lambda row, rows: time.sleep(0.01))
+    summary = run.run(slow)
+    assert [row["id"] for row in RunFolder(tmp_path / "three").read_results()] == ids
+    assert summary["run"]["pending"] == 0

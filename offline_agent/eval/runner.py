@@ -240,31 +240,27 @@ class EvalRun:
 
     def _run_concurrently(self, pool: ThreadPoolExecutor, callbacks: EvalCallbacks) -> None:
         """Keep `in_flight` questions running, starting the next as soon as any finishes; write each result once
-        all the questions before it are written. A question that failed stops the run at once."""
-        running: set[Future[dict[str, Any]]] = set()
-        ordered: deque[Future[dict[str, Any]]] = deque()
+        all the questions before it are written. A question that failed stops the run at once. The loop ends only
+        when no question is left to start and every started one is written, however many finish at once."""
+        ordered: deque[Future[dict[str, Any]]] = deque()  # started, not yet written, in dataset order
         records = iter(self.pending)
-
-        def submit_next() -> None:
-            record = next(records, None)
-            if record is not None:
+        while True:
+            for future in ordered:
+                if future.done() and future.exception() is not None:
+                    raise future.exception()  # type: ignore[misc]
+            while ordered and ordered[0].done():
+                self._record(ordered.popleft().result(), callbacks)
+            running = [future for future in ordered if not future.done()]
+            while len(running) < self.options.in_flight and (record := next(records, None)) is not None:
                 if callbacks.on_question:
                     callbacks.on_question(record)
                 future = pool.submit(self.answer, record)
-                running.add(future)
+                running.append(future)
                 ordered.append(future)
-
-        for _ in range(self.options.in_flight):
-            submit_next()
-        while ordered:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                running.discard(future)
-                if future.exception() is not None:
-                    raise future.exception()  # type: ignore[misc]
-                submit_next()
-            while ordered and ordered[0].done():
-                self._record(ordered.popleft().result(), callbacks)
+            if not ordered:
+                return
+            if running:
+                wait(running, return_when=FIRST_COMPLETED)
 
     def _done_count(self) -> int:
         return len(self.selected) - len(self.pending)
