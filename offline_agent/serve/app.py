@@ -32,6 +32,10 @@ from offline_agent.serve.runs import Events, Job, QueueFullError, RunCancelled, 
 PAGE = Path(__file__).parent / "page"
 ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
 MAX_BODY = 1 << 20  # a question with its history: far under a megabyte
+# A stream sends the model's text at most this often: the tokens of the pause go in one chunk. A wake-up and a chunk
+# per token took the model thread's turn at the interpreter lock a few hundred times a question; a reader cannot
+# tell 20 chunks a second from 60.
+TOKEN_PAUSE_SECONDS = 0.05
 PAGE_POLICY = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 
@@ -310,7 +314,8 @@ async def _steps(events: Events) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         if kind == "step_start":
             observed = False
             yield ("\n" if value else ""), {"event": "step_start", "step": value + 1}
-        elif kind == "token":  # with the tokens that came meanwhile: one chunk, not one per token
+        elif kind == "token":  # with the tokens that come meanwhile: one chunk, not one per token
+            await asyncio.sleep(TOKEN_PAUSE_SECONDS)  # the worker does not wake this loop while it waits
             yield value + events.take_tokens(), {"event": "token"}
         elif kind == "tool_start":
             name, argument = value
