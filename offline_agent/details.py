@@ -22,12 +22,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from offline_agent.jsonio import fields_dict
+
 Rejection = tuple[int, str]  # (offset in the step's text, the refused token's text)
 
 
 def _present(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
     """The named attributes of `obj` that are not None, as a dict in that order."""
     return {name: getattr(obj, name) for name in names if getattr(obj, name) is not None}
+
+
+class _PlainFields:
+    """The JSON form of a detail of plain values: its fields that are not None, in their order."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return fields_dict(self, skip_none=True)
 
 
 @dataclass
@@ -61,7 +70,7 @@ class ToolDetails:
 
 
 @dataclass
-class GroundingDetails:
+class GroundingDetails(_PlainFields):
     """A step written under a grounded grammar: how many sentences it was built from, how long the build took, and
     (on a Final) how often the grammar refused the model's first choice inside the answer."""
 
@@ -69,23 +78,17 @@ class GroundingDetails:
     build_s: float
     refused: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroundingDetails:
         return cls(int(data["sentences"]), float(data["build_s"]), data.get("refused"))
 
 
 @dataclass
-class RefusalDetails:
+class RefusalDetails(_PlainFields):
     """A Final the strategy's answer check refused (agents/verify.py): why, and the answer it refused."""
 
     reason: str
     answer: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "answer": self.answer}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RefusalDetails:
@@ -93,7 +96,7 @@ class RefusalDetails:
 
 
 @dataclass
-class ScopeDetails:
+class ScopeDetails(_PlainFields):
     """The scope check before the first step (agents/scope.py): the scope, the vocabulary rule's counts and verdict,
     and whether the rule or the model decided (with the model's reply)."""
 
@@ -101,9 +104,6 @@ class ScopeDetails:
     rule: dict[str, Any]
     decided_by: str | None = None
     reply: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScopeDetails:
@@ -217,7 +217,7 @@ class KnowAgentDetails(StepDetails):
 
 
 @dataclass
-class CallDetails:
+class CallDetails(_PlainFields):
     """What the trajectory keeps of one JSON call: its text, attempts, parse error (when its value is missing),
     or why it was skipped."""
 
@@ -225,9 +225,6 @@ class CallDetails:
     attempts: int | None = None
     parse_error: dict[str, Any] | None = None
     skipped: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Any:
@@ -288,32 +285,21 @@ class CriticDetails(StepDetails):
 
 
 @dataclass
-class PlannedCall:
+class PlannedCall(_PlainFields):
     """One tool call the planner wrote."""
 
     tool: str
     argument: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "argument": self.argument}
-
 
 @dataclass
-class CallResult:
+class CallResult(_PlainFields):
     """One call the executor ran, with its Observation as the model saw it."""
 
     tool: str
     argument: str
     observation: str
     is_error: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "argument": self.argument,
-            "observation": self.observation,
-            "is_error": self.is_error,
-        }
 
 
 @dataclass
