@@ -39,6 +39,19 @@ class _PlainFields:
         return fields_dict(self, skip_none=True)
 
 
+def _present_json(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """`_present`, each value in its JSON form: a typed detail (or a list of them) as dicts, a list or dict copied."""
+    return {name: _json_form(value) for name, value in _present(obj, names).items()}
+
+
+def _json_form(value: Any) -> Any:
+    if isinstance(value, _PlainFields):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_json_form(item) for item in value]
+    return dict(value) if isinstance(value, dict) else value
+
+
 @dataclass
 class ToolDetails:
     """What a tool reported about its call (`last_details`): the corpus tools give the passages' ids, titles and
@@ -152,18 +165,7 @@ class StepDetails:
             data["rejections"] = [list(rejection) for rejection in self.rejections]
         if self.tool is not None:
             data.update(self.tool.to_dict())
-        if self.grounding is not None:
-            data["grounding"] = self.grounding.to_dict()
-        if self.opening is not None:
-            data["opening"] = self.opening
-        if self.sample is not None:
-            data["sample"] = self.sample
-        if self.scope is not None:
-            data["scope"] = self.scope.to_dict()
-        if self.refusal is not None:
-            data["refusal"] = self.refusal.to_dict()
-        if self.checked is not None:
-            data["checked"] = dict(self.checked)
+        data.update(_present_json(self, ("grounding", "opening", "sample", "scope", "refusal", "checked")))
         data.update(self._own_to_dict())
         return data
 
@@ -189,7 +191,7 @@ class StepDetails:
         )
 
     def _own_to_dict(self) -> dict[str, Any]:
-        return _present(self, self.OWN)
+        return _present_json(self, self.OWN)
 
     @classmethod
     def _own_from_dict(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -265,16 +267,6 @@ class CriticDetails(StepDetails):
 
     OWN: ClassVar[tuple[str, ...]] = ("extraction", "critic", "memory")
 
-    def _own_to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        if self.extraction is not None:
-            data["extraction"] = self.extraction.to_dict()
-        if self.critic is not None:
-            data["critic"] = self.critic.to_dict()
-        if self.memory is not None:
-            data["memory"] = list(self.memory)
-        return data
-
     @classmethod
     def _own_from_dict(cls, data: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -330,13 +322,6 @@ class PlanDetails(StepDetails):
     @property
     def seen_titles(self) -> list[str]:
         return list(self.titles or [])
-
-    def _own_to_dict(self) -> dict[str, Any]:
-        data = _present(self, self.OWN)
-        for key in ("calls", "dropped", "results"):
-            if key in data:
-                data[key] = [item.to_dict() for item in data[key]]
-        return data
 
     @classmethod
     def _own_from_dict(cls, data: dict[str, Any]) -> dict[str, Any]:
