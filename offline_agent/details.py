@@ -22,12 +22,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from offline_agent.jsonio import fields_dict
+
 Rejection = tuple[int, str]  # (offset in the step's text, the refused token's text)
 
 
 def _present(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
     """The named attributes of `obj` that are not None, as a dict in that order."""
     return {name: getattr(obj, name) for name in names if getattr(obj, name) is not None}
+
+
+class _PlainFields:
+    """The JSON form of a detail of plain values: its fields that are not None, in their order."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return fields_dict(self, skip_none=True)
+
+
+def _present_json(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """`_present`, each value in its JSON form: a typed detail (or a list of them) as dicts, a list or dict copied."""
+    return {name: _json_form(value) for name, value in _present(obj, names).items()}
+
+
+def _json_form(value: Any) -> Any:
+    if isinstance(value, _PlainFields):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_json_form(item) for item in value]
+    return dict(value) if isinstance(value, dict) else value
 
 
 @dataclass
@@ -61,7 +83,7 @@ class ToolDetails:
 
 
 @dataclass
-class GroundingDetails:
+class GroundingDetails(_PlainFields):
     """A step written under a grounded grammar: how many sentences it was built from, how long the build took, and
     (on a Final) how often the grammar refused the model's first choice inside the answer."""
 
@@ -69,23 +91,17 @@ class GroundingDetails:
     build_s: float
     refused: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroundingDetails:
         return cls(int(data["sentences"]), float(data["build_s"]), data.get("refused"))
 
 
 @dataclass
-class RefusalDetails:
+class RefusalDetails(_PlainFields):
     """A Final the strategy's answer check refused (agents/verify.py): why, and the answer it refused."""
 
     reason: str
     answer: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "answer": self.answer}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RefusalDetails:
@@ -93,7 +109,7 @@ class RefusalDetails:
 
 
 @dataclass
-class ScopeDetails:
+class ScopeDetails(_PlainFields):
     """The scope check before the first step (agents/scope.py): the scope, the vocabulary rule's counts and verdict,
     and whether the rule or the model decided (with the model's reply)."""
 
@@ -101,9 +117,6 @@ class ScopeDetails:
     rule: dict[str, Any]
     decided_by: str | None = None
     reply: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScopeDetails:
@@ -152,18 +165,7 @@ class StepDetails:
             data["rejections"] = [list(rejection) for rejection in self.rejections]
         if self.tool is not None:
             data.update(self.tool.to_dict())
-        if self.grounding is not None:
-            data["grounding"] = self.grounding.to_dict()
-        if self.opening is not None:
-            data["opening"] = self.opening
-        if self.sample is not None:
-            data["sample"] = self.sample
-        if self.scope is not None:
-            data["scope"] = self.scope.to_dict()
-        if self.refusal is not None:
-            data["refusal"] = self.refusal.to_dict()
-        if self.checked is not None:
-            data["checked"] = dict(self.checked)
+        data.update(_present_json(self, ("grounding", "opening", "sample", "scope", "refusal", "checked")))
         data.update(self._own_to_dict())
         return data
 
@@ -189,7 +191,7 @@ class StepDetails:
         )
 
     def _own_to_dict(self) -> dict[str, Any]:
-        return _present(self, self.OWN)
+        return _present_json(self, self.OWN)
 
     @classmethod
     def _own_from_dict(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +219,7 @@ class KnowAgentDetails(StepDetails):
 
 
 @dataclass
-class CallDetails:
+class CallDetails(_PlainFields):
     """What the trajectory keeps of one JSON call: its text, attempts, parse error (when its value is missing),
     or why it was skipped."""
 
@@ -225,9 +227,6 @@ class CallDetails:
     attempts: int | None = None
     parse_error: dict[str, Any] | None = None
     skipped: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Any:
@@ -268,16 +267,6 @@ class CriticDetails(StepDetails):
 
     OWN: ClassVar[tuple[str, ...]] = ("extraction", "critic", "memory")
 
-    def _own_to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        if self.extraction is not None:
-            data["extraction"] = self.extraction.to_dict()
-        if self.critic is not None:
-            data["critic"] = self.critic.to_dict()
-        if self.memory is not None:
-            data["memory"] = list(self.memory)
-        return data
-
     @classmethod
     def _own_from_dict(cls, data: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -288,32 +277,21 @@ class CriticDetails(StepDetails):
 
 
 @dataclass
-class PlannedCall:
+class PlannedCall(_PlainFields):
     """One tool call the planner wrote."""
 
     tool: str
     argument: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "argument": self.argument}
-
 
 @dataclass
-class CallResult:
+class CallResult(_PlainFields):
     """One call the executor ran, with its Observation as the model saw it."""
 
     tool: str
     argument: str
     observation: str
     is_error: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "argument": self.argument,
-            "observation": self.observation,
-            "is_error": self.is_error,
-        }
 
 
 @dataclass
@@ -344,13 +322,6 @@ class PlanDetails(StepDetails):
     @property
     def seen_titles(self) -> list[str]:
         return list(self.titles or [])
-
-    def _own_to_dict(self) -> dict[str, Any]:
-        data = _present(self, self.OWN)
-        for key in ("calls", "dropped", "results"):
-            if key in data:
-                data[key] = [item.to_dict() for item in data[key]]
-        return data
 
     @classmethod
     def _own_from_dict(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,13 @@ def dumps(value: Any, **options: Any) -> str:
     bidirectional controls escaped as `\\uXXXX` (they can only stand inside strings, where the escape means them)."""
     text = json.dumps(value, ensure_ascii=False, **options)
     return _UNSAFE.sub(_unicode_escape, text) if _UNSAFE.search(text) else text
+
+
+def fields_dict(value: Any, *, skip_none: bool = False) -> dict[str, Any]:
+    """The JSON form of a dataclass of plain values: its fields by name, in their order, a tuple as a list (what
+    JSON reads back); `skip_none` leaves out the fields that are None."""
+    pairs = ((f.name, getattr(value, f.name)) for f in fields(value))
+    return {name: list(v) if isinstance(v, tuple) else v for name, v in pairs if not (skip_none and v is None)}
 
 
 def _unicode_escape(match: re.Match[str]) -> str:

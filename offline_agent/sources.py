@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from offline_agent.jsonio import fields_dict
 from offline_agent.listing import entries
 from offline_agent.steps import Trajectory
 
@@ -40,17 +41,7 @@ class Source:
     step: int  # the step (from 1) whose Observation showed the passage
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "passage_id": self.passage_id,
-            "doc_id": self.doc_id,
-            "title": self.title,
-            "path": self.path,
-            "heading": list(self.heading),
-            "line": self.line,
-            "page": self.page,
-            "sentence": self.sentence,
-            "step": self.step,
-        }
+        return fields_dict(self)
 
 
 def find_sources(trajectory: Trajectory, index: Any) -> list[Source]:

@@ -138,6 +138,10 @@ def option_infos(options_type: type[StrategyOptions]) -> dict[str, OptionInfo]:
     return out
 
 
+# The options that set a search setting of another name (an option's name says what it is among all the others).
+_SEARCH_OPTIONS = {"k": "search_k", "with_question": "search_with_question"}
+
+
 @dataclass(frozen=True)
 class StrategyOptions:
     """What every strategy reads through the seam: the Final's grounding and form, what a search shows (the run's
@@ -198,19 +202,10 @@ class StrategyOptions:
             object.__setattr__(self, key, value)
 
     def search_settings(self) -> SearchSettings:
-        """What a search of this run shows (tools.corpus.SearchSettings)."""
-        return SearchSettings(
-            k=self.search_k,
-            snippet=self.snippet,
-            sentences=self.sentences,
-            title_boost=self.title_boost,
-            links=self.links,
-            sentences_after=self.sentences_after,
-            section_sentences_after=self.section_sentences_after,
-            section_sentences=self.section_sentences,
-            section_defaults=self.section_defaults,
-            with_question=self.search_with_question,
-        )
+        """What a search of this run shows (tools.corpus.SearchSettings): each of its settings is the option of the
+        same name, or of the name `_SEARCH_OPTIONS` gives."""
+        names = [f.name for f in fields(SearchSettings)]
+        return SearchSettings(**{name: getattr(self, _SEARCH_OPTIONS.get(name, name)) for name in names})
 
     def to_dict(self) -> dict[str, Any]:
         """The options as JSON values, in declaration order (recorded on trajectories and in config.json)."""

@@ -149,11 +149,8 @@ class BatchedScheduler:
         most one batch of n_batch tokens: as long as Ctrl-C waits in the one-sequence path)."""
         with self._changed:
             self._cancelled = True
-            for job in [*self._queue, *self._active]:
-                if not job.done.is_set():
-                    job.error = ModelError(INTERRUPTED)
-                    job.done.set()
-            self._queue.clear()
+            # the active jobs stay listed: the scheduler thread may be decoding them, and forgets them itself
+            self._end_jobs(INTERRUPTED)
             self._changed.notify_all()
         if self._busy.acquire(timeout=60):
             self._busy.release()
@@ -233,13 +230,18 @@ class BatchedScheduler:
             raise RuntimeError(f"llama_decode returned {code}")
 
     def _fail_all(self, message: str) -> None:
-        """End every queued and active job with a ModelError (the caller holds the lock)."""
+        """End every queued and active job with a ModelError and drop them all (the caller holds the lock)."""
+        self._end_jobs(message)
+        self._active.clear()
+
+    def _end_jobs(self, message: str) -> None:
+        """End every queued and active job not yet done with a ModelError, and empty the queue (the caller holds
+        the lock)."""
         for job in [*self._queue, *self._active]:
             if not job.done.is_set():
                 job.error = ModelError(message)
                 job.done.set()
         self._queue.clear()
-        self._active.clear()
 
     def _admit(self, job: _Job) -> None:
         if job.done.is_set():  # cancelled while queued

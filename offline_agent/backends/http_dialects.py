@@ -16,7 +16,7 @@ replies and the transport in `http.py` is written once:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass
@@ -41,6 +41,9 @@ class Dialect:
     tokenize_path: str | None = None
     reports_cached_tokens = False
     streams = True
+    # Fields every completion request to this server carries as they are (each server's own name for the
+    # repetition penalty, at 1.0: off), after the grammar's.
+    fixed_fields: ClassVar[dict[str, Any]] = {}
 
     def completion_body(
         self,
@@ -71,6 +74,7 @@ class Dialect:
             body["seed"] = seed
         if grammar is not None:
             body.update(self.grammar_fields(grammar))
+        body.update(self.fixed_fields)
         return body
 
     def grammar_fields(self, grammar: str) -> dict[str, Any]:
@@ -126,14 +130,13 @@ class LlamaServerDialect(Dialect):
     completion_path = "/completion"
     tokenize_path = "/tokenize"
     reports_cached_tokens = True
+    # cache_prompt: keep the prompt's cache, the agent's next prompt extends this one
+    fixed_fields = {"cache_prompt": True, "n_probs": 0, "repeat_penalty": 1.0}
 
     def completion_body(self, **kwargs: Any) -> dict[str, Any]:
         body = super().completion_body(**kwargs)
         body["n_predict"] = body.pop("max_tokens")
         body.pop("model", None)
-        body["cache_prompt"] = True  # keep the prompt's cache: the agent's next prompt extends this one
-        body["n_probs"] = 0
-        body["repeat_penalty"] = 1.0
         return body
 
     def grammar_fields(self, grammar: str) -> dict[str, Any]:
@@ -180,11 +183,7 @@ class LlamaCppPythonDialect(Dialect):
 
     kind = "llama-cpp-python"
     tokenize_path = "/extras/tokenize"
-
-    def completion_body(self, **kwargs: Any) -> dict[str, Any]:
-        body = super().completion_body(**kwargs)
-        body["repeat_penalty"] = 1.0
-        return body
+    fixed_fields = {"repeat_penalty": 1.0}
 
     def grammar_fields(self, grammar: str) -> dict[str, Any]:
         return {"grammar": grammar}
@@ -201,12 +200,7 @@ class VllmDialect(Dialect):
 
     kind = "vllm"
     tokenize_path = "/tokenize"
-
-    def completion_body(self, **kwargs: Any) -> dict[str, Any]:
-        body = super().completion_body(**kwargs)
-        body["repetition_penalty"] = 1.0
-        body["skip_special_tokens"] = True
-        return body
+    fixed_fields = {"repetition_penalty": 1.0, "skip_special_tokens": True}
 
     def grammar_fields(self, grammar: str) -> dict[str, Any]:
         return {"structured_outputs": {"grammar": grammar}}
@@ -225,11 +219,7 @@ class SglangDialect(Dialect):
     """SGLang's OpenAI-compatible server, with its `ebnf` grammar field."""
 
     kind = "sglang"
-
-    def completion_body(self, **kwargs: Any) -> dict[str, Any]:
-        body = super().completion_body(**kwargs)
-        body["repetition_penalty"] = 1.0
-        return body
+    fixed_fields = {"repetition_penalty": 1.0}
 
     def grammar_fields(self, grammar: str) -> dict[str, Any]:
         return {"ebnf": grammar}

@@ -100,36 +100,39 @@ class BackendEntry:
 _COMMON = ("model", "context_size", "seed")
 
 BACKENDS: dict[str, BackendEntry] = {
-    "llamacpp": BackendEntry(
-        name="llamacpp",
-        target="offline_agent.backends.llamacpp:LlamaCppBackend",
-        options=(
-            *_COMMON,
-            "gpu_layers",
-            "threads",
-            "grammar_engine",
-            "jump_forward",
-            "draft_tokens",
-            "parallel",
-            "verbose",
+    entry.name: entry
+    for entry in (
+        BackendEntry(
+            name="llamacpp",
+            target="offline_agent.backends.llamacpp:LlamaCppBackend",
+            options=(
+                *_COMMON,
+                "gpu_layers",
+                "threads",
+                "grammar_engine",
+                "jump_forward",
+                "draft_tokens",
+                "parallel",
+                "verbose",
+            ),
+            summary="a GGUF model in llama.cpp (llama-cpp-python), in this process",
+            install_hint="pip install llama-cpp-python==0.3.36",
         ),
-        summary="a GGUF model in llama.cpp (llama-cpp-python), in this process",
-        install_hint="pip install llama-cpp-python==0.3.36",
-    ),
-    "transformers": BackendEntry(
-        name="transformers",
-        target="offline_agent.backends.transformers:TransformersBackend",
-        options=(*_COMMON, "device", "threads", "jump_forward", "verbose"),
-        summary="a local Hugging Face model folder or a GGUF file in transformers (PyTorch), in this process",
-        install_hint="pip install torch==2.13.0 (the CPU build), then pip install 'offline-agent[transformers]'",
-    ),
-    "http": BackendEntry(
-        name="http",
-        target="offline_agent.backends.http:HttpBackend",
-        options=(*_COMMON, "server_url", "server_kind", "api_key", "timeout"),
-        summary="a model server (llama.cpp's llama-server, llama-cpp-python's server, vLLM, SGLang) over HTTP",
-        in_process=False,
-    ),
+        BackendEntry(
+            name="transformers",
+            target="offline_agent.backends.transformers:TransformersBackend",
+            options=(*_COMMON, "device", "threads", "jump_forward", "verbose"),
+            summary="a local Hugging Face model folder or a GGUF file in transformers (PyTorch), in this process",
+            install_hint="pip install torch==2.13.0 (the CPU build), then pip install 'offline-agent[transformers]'",
+        ),
+        BackendEntry(
+            name="http",
+            target="offline_agent.backends.http:HttpBackend",
+            options=(*_COMMON, "server_url", "server_kind", "api_key", "timeout"),
+            summary="a model server (llama.cpp's llama-server, llama-cpp-python's server, vLLM, SGLang) over HTTP",
+            in_process=False,
+        ),
+    )
 }
 
 

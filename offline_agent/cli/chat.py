@@ -12,6 +12,7 @@ does a question refused with an error line (one longer than a quarter of the con
 from __future__ import annotations
 
 import sys
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,25 +46,18 @@ CHAT_COMMANDS = {
 }
 
 
+@dataclass(eq=False)
 class ChatLoop:
     """Reads lines, runs commands or asks the session, and keeps the turns; output goes through click.echo."""
 
-    def __init__(
-        self,
-        session: Any,
-        config: RunConfig,
-        *,
-        as_json: bool = False,
-        trace: Path | None = None,
-        quiet: bool = False,
-    ) -> None:
-        self.session = session
-        self.config = config
-        self.as_json = as_json
-        self.trace = trace
-        self.quiet = quiet
-        self.history: list[Turn] = []
-        self.trace_failures = 0
+    session: Any
+    config: RunConfig
+    _: KW_ONLY
+    as_json: bool = False
+    trace: Path | None = None
+    quiet: bool = False
+    history: list[Turn] = field(default_factory=list, init=False)
+    trace_failures: int = field(default=0, init=False)
 
     def run(self, stream: Any, *, interactive: bool) -> None:
         """Answer each line of `stream` until /quit, end of input, or Ctrl-C at the prompt."""

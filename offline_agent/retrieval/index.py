@@ -97,9 +97,7 @@ class BM25Index:
         tokenized; `workers` > 1 tokenizes in that many processes (large builds only; see `encode`).
         `encoded` holds the passages' postings already made (`encode.PassageEncoder`), so none is tokenized here.
         """
-        analyzer = analyzer if analyzer is not None else Analyzer()
-        params = BM25Params(variant=variant, k1=k1, b=b, epsilon=epsilon, delta=delta)
-        index = cls._empty(analyzer, params)
+        index = cls._empty(analyzer, variant=variant, k1=k1, b=b, epsilon=epsilon, delta=delta)
         index._apply(passages_or_docs, None, progress=progress, workers=workers, encoded=encoded)
         return index
 
@@ -108,21 +106,15 @@ class BM25Index:
         cls,
         corpus_tokens: Iterable[Sequence[str]],
         analyzer: Analyzer | None = None,
-        k1: float = 1.5,
-        b: float = 0.75,
-        epsilon: float = 0.25,
-        variant: str = "okapi",
-        *,
-        delta: float = 1.0,
+        **settings: float | str,
     ) -> BM25Index:
         """Index ready-made token lists (no analyzer, no stored text); query them with `search_tokens`.
 
-        `analyzer` is kept for `search(str)` on this index.
+        `analyzer` is kept for `search(str)` on this index; `settings` are the scoring settings `build` takes
+        (k1, b, epsilon, variant, delta), by keyword, with the same defaults.
         """
-        analyzer = analyzer if analyzer is not None else Analyzer()
-        params = BM25Params(variant=variant, k1=k1, b=b, epsilon=epsilon, delta=delta)
-        index = cls._empty(analyzer, params)
-        coder = TermCoder(analyzer)
+        index = cls._empty(analyzer, **settings)
+        coder = TermCoder(index.analyzer)
         parts, lengths, n = [], [], 0
         for batch in _batches(corpus_tokens, BATCH):
             part = coder.encode_tokens(batch)
@@ -136,7 +128,11 @@ class BM25Index:
         return index
 
     @classmethod
-    def _empty(cls, analyzer: Analyzer, params: BM25Params) -> BM25Index:
+    def _empty(cls, analyzer: Analyzer | None, **settings: Any) -> BM25Index:
+        """An index of no passage, with `analyzer` (None: a default Analyzer) and the scoring `settings`
+        (BM25Params' fields; those not given keep its defaults, which are build's)."""
+        analyzer = analyzer if analyzer is not None else Analyzer()
+        params = BM25Params(**settings)
         empty_col = StringColumn.from_strings([])
         postings = Postings(
             empty_col,

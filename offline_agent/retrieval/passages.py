@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from offline_agent.jsonio import fields_dict
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -41,18 +43,7 @@ class Passage:
 
     def dict(self) -> dict[str, object]:
         """A JSON-ready copy."""
-        return {
-            "id": self.id,
-            "doc_id": self.doc_id,
-            "title": self.title,
-            "text": self.text,
-            "source": self.source,
-            "start": self.start,
-            "end": self.end,
-            "heading": list(self.heading),
-            "line": self.line,
-            "page": self.page,
-        }
+        return fields_dict(self)
 
     @property
     def indexed_text(self) -> str:

@@ -131,10 +131,14 @@ class CorpusSession:
         self.cursors = {}
 
 
-class _ThreadDetails:
-    """`last_details` kept per thread, so calls run side by side (the planner's executor) each read their own."""
+class _CorpusTool:
+    """A tool over the run's corpus session, with a plain string argument (no schema), whose `last_details` are
+    kept per thread, so calls run side by side (the planner's executor) each read their own."""
 
-    def __init__(self) -> None:
+    schema = None
+
+    def __init__(self, session: CorpusSession) -> None:
+        self.session = session
         self._local = threading.local()
 
     @property
@@ -146,18 +150,13 @@ class _ThreadDetails:
         self._local.details = value
 
 
-class SearchTool(_ThreadDetails):
+class SearchTool(_CorpusTool):
     """`search[query]`: the top passages of the corpus for a few keywords. It is also the run's
     `documents.DocumentSource`: the answer checks look documents up through it."""
 
     name = "search"
     description = "finds the passages of the corpus that best match a few keywords (an entity or a topic)"
-    schema = None
     example = "Eiffel Tower architect"
-
-    def __init__(self, session: CorpusSession) -> None:
-        self.session = session
-        super().__init__()
 
     def __call__(self, query: str) -> str:
         query = query.strip()
@@ -313,18 +312,13 @@ class SearchTool(_ThreadDetails):
         return None
 
 
-class LookupTool(_ThreadDetails):
+class LookupTool(_CorpusTool):
     """`lookup[keyword]`: the next sentence containing the keyword in the document of the last search."""
 
     name = "lookup"
     description = "returns the next sentence containing a keyword in the top document of the last search"
-    schema = None
     example = "born"
     is_stateful = True  # the same call returns the next match, so repeats are not refused
-
-    def __init__(self, session: CorpusSession) -> None:
-        self.session = session
-        super().__init__()
 
     def _hits(self, needle: str) -> list[str]:
         """The sentences of the current document that contain `needle` (lower case)."""
@@ -356,17 +350,12 @@ class LookupTool(_ThreadDetails):
         return f"(Result {position + 1} / {len(hits)}) {hits[position]}"
 
 
-class RetrieveTool(_ThreadDetails):
+class RetrieveTool(_CorpusTool):
     """`retrieve[entity]`: the passage of the document whose title best matches an entity's name."""
 
     name = "retrieve"
     description = "returns the document whose title best matches a name (a person, place, work or thing)"
-    schema = None
     example = "Marie Curie"
-
-    def __init__(self, session: CorpusSession) -> None:
-        self.session = session
-        super().__init__()
 
     def __call__(self, entity: str) -> str:
         self.last_details = {}

@@ -7,11 +7,13 @@ JSONL line, a row without text) are returned as notes.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from offline_agent.retrieval.readers.limits import DEFAULT_LIMITS, ReadLimits
 
@@ -100,3 +102,33 @@ def import_extra(module: str, what: str, package: str, extra: str) -> ModuleType
         return importlib.import_module(module)
     except ImportError:
         raise missing_extra(what, package, extra) from None
+
+
+class PackageReader:
+    """A reader of one format through an optional package: `class PDFReader(PackageReader, format="pdf",
+    package="pypdf")`. The format's name is the reader's name, its one suffix and the extra that installs the
+    package; upper case (PDF), it names the format in the reasons a file is skipped."""
+
+    name: ClassVar[str]
+    extensions: ClassVar[frozenset[str]]
+    extra: ClassVar[str]
+    package: ClassVar[str]  # as pip names it, for the command that installs it
+
+    def __init_subclass__(cls, *, format: str, package: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name, cls.extensions, cls.extra, cls.package = format, frozenset({f".{format}"}), format, package
+
+    def library(self, module: str) -> ModuleType:
+        """`module` of the package, imported; the SkipFile that says how to install the package when it is not."""
+        return import_extra(module, self.name.upper(), self.package, self.extra)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Any exception in the block but SkipFile becomes the SkipFile "unreadable FORMAT (its kind: message)":
+        the packages raise many kinds on a damaged file."""
+        try:
+            yield
+        except SkipFile:
+            raise
+        except Exception as exc:
+            raise SkipFile(f"unreadable {self.name.upper()} ({type(exc).__name__}: {str(exc)[:80]})") from None

@@ -24,7 +24,7 @@ from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
+from offline_agent.retrieval.readers.base import Document, Fields, PackageReader, SkipFile
 from offline_agent.retrieval.readers.limits import ReadLimits
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 from offline_agent.retrieval.readers.xhtml import add_xhtml
@@ -33,19 +33,15 @@ _FONT_OBFUSCATION = {"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/
 _FONTS = (".otf", ".ttf", ".woff", ".woff2")
 
 
-class EPUBReader:
+class EPUBReader(PackageReader, format="epub", package="ebooklib"):
     """`.epub` through ebooklib."""
 
-    name = "epub"
-    extensions = frozenset({".epub"})
-    extra = "epub"
-
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        ebooklib = import_extra("ebooklib", "EPUB", "ebooklib", "epub")
-        epub = import_extra("ebooklib.epub", "EPUB", "ebooklib", "epub")
+        ebooklib = self.library("ebooklib")
+        epub = self.library("ebooklib.epub")
         with open_zip(data, "EPUB", required=("META-INF/container.xml",), limits=fields.limits) as archive:
             _refuse_drm(archive)
-        try:
+        with self.reading():  # ebooklib and lxml on damaged books
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 book = epub.read_epub(io.BytesIO(data), {"ignore_ncx": False})
@@ -53,10 +49,6 @@ class EPUBReader:
             chapters = _chapters(book, ebooklib.ITEM_DOCUMENT, epub.EpubNav)
             title = book_title or path.stem
             docs = [_document(doc_id, title, chapter, fields.limits) for chapter in chapters]
-        except SkipFile:
-            raise
-        except Exception as exc:  # ebooklib and lxml raise many kinds on damaged books
-            raise SkipFile(f"unreadable EPUB ({type(exc).__name__}: {str(exc)[:80]})") from None
         return [doc for doc in docs if doc.text], []
 
 

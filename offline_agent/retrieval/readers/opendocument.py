@@ -15,7 +15,7 @@ from typing import Any
 from xml.parsers import expat
 
 from offline_agent.retrieval.readers.archive import open_zip, read_member
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
+from offline_agent.retrieval.readers.base import Document, Fields, PackageReader, SkipFile
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 
 _TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -28,15 +28,11 @@ _LEFT_OUT |= {"user-index", "bibliography", "tracked-changes", "sequence-decls",
 _MIMETYPE = b"application/vnd.oasis.opendocument.text"
 
 
-class ODTReader:
+class ODTReader(PackageReader, format="odt", package="odfpy"):
     """`.odt` through odfpy."""
 
-    name = "odt"
-    extensions = frozenset({".odt"})
-    extra = "odt"
-
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        load = import_extra("odf.opendocument", "ODT", "odfpy", "odt").load
+        load = self.library("odf.opendocument").load
         with open_zip(data, "ODT", required=("content.xml",), limits=fields.limits) as archive:
             names = set(archive.namelist())
             if "META-INF/manifest.xml" in names and b"encryption-data" in read_member(
@@ -48,14 +44,12 @@ class ODTReader:
                 shown = mimetype[:60].decode(errors="replace")
                 raise SkipFile(f"not an ODF text document (its mimetype is {shown})")
             _check_well_formed(read_member(archive, "content.xml", "ODT"))
-        try:
+        with self.reading():  # odfpy's SAX parser and zipfile on damaged parts
             with contextlib.redirect_stdout(io.StringIO()):  # odfpy prints a part it cannot parse, and goes on
                 document = load(io.BytesIO(data))
             outline = OutlineText()
             _add_blocks(document.text, outline)
             title = next((one_line(_text(e)) for e in document.meta.childNodes if e.qname == _DC_TITLE), "")
-        except Exception as exc:  # odfpy's SAX parser and zipfile raise many kinds on damaged parts
-            raise SkipFile(f"unreadable ODT ({type(exc).__name__}: {str(exc)[:80]})") from None
         title = title or outline.first_heading() or path.stem
         return [Document(doc_id, title, outline.text, sections=tuple(outline.sections))], []
 

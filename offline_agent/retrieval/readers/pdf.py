@@ -5,30 +5,22 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
+from offline_agent.retrieval.readers.base import Document, Fields, PackageReader, SkipFile
 
 PAGE_BREAK = "\n\n"
 
 
-class PDFReader:
+class PDFReader(PackageReader, format="pdf", package="pypdf"):
     """`.pdf` through pypdf; an encrypted or damaged file is skipped with its reason."""
 
-    name = "pdf"
-    extensions = frozenset({".pdf"})
-    extra = "pdf"
-
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        pypdf = import_extra("pypdf", "PDF", "pypdf", "pdf")
-        try:
+        pypdf = self.library("pypdf")
+        with self.reading():
             reader = pypdf.PdfReader(io.BytesIO(data))
             if reader.is_encrypted:
                 raise SkipFile("encrypted PDF")
             pages = [page.extract_text() or "" for page in reader.pages]
             meta_title = (reader.metadata.title if reader.metadata else None) or ""
-        except SkipFile:
-            raise
-        except Exception as exc:  # pypdf raises many kinds on damaged files
-            raise SkipFile(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:80]})") from None
         starts, offset = [], 0
         for page in pages:
             starts.append(offset)

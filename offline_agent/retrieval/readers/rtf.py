@@ -11,21 +11,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
+from offline_agent.retrieval.readers.base import Document, Fields, PackageReader, SkipFile
 from offline_agent.retrieval.readers.outline import one_line
 
 _TITLE = re.compile(r"\{\\title\s?([^{}]*)\}")
 
 
-class RTFReader:
+class RTFReader(PackageReader, format="rtf", package="striprtf"):
     """`.rtf` through striprtf."""
 
-    name = "rtf"
-    extensions = frozenset({".rtf"})
-    extra = "rtf"
-
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        rtf_to_text = import_extra("striprtf.striprtf", "RTF", "striprtf", "rtf").rtf_to_text
+        rtf_to_text = self.library("striprtf.striprtf").rtf_to_text
         if not data[:64].lstrip().startswith(b"{\\rtf"):
             raise SkipFile("not an RTF file (it does not begin with {\\rtf)")
         # RTF is 7-bit text that escapes other characters; a file with raw bytes is most often UTF-8, else
@@ -34,10 +30,8 @@ class RTFReader:
             source = data.decode("utf-8")
         except UnicodeDecodeError:
             source = data.decode("cp1252", errors="replace")
-        try:
+        with self.reading():  # striprtf on a damaged control word
             text = rtf_to_text(source, errors="ignore")
             found = _TITLE.search(source[:65536])
             title = one_line(rtf_to_text("{\\rtf1 " + found.group(1) + "}", errors="ignore")) if found else ""
-        except Exception as exc:  # striprtf on a damaged control word
-            raise SkipFile(f"unreadable RTF ({type(exc).__name__}: {str(exc)[:80]})") from None
         return [Document(doc_id, title or path.stem, text.strip())], []

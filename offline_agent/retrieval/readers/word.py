@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent.retrieval.readers.archive import open_zip
-from offline_agent.retrieval.readers.base import Document, Fields, SkipFile, import_extra
+from offline_agent.retrieval.readers.base import Document, Fields, PackageReader
 from offline_agent.retrieval.readers.outline import OutlineText, one_line
 
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
@@ -23,22 +23,16 @@ _WORD_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _ON = ("1", "true", "on")
 
 
-class DocxReader:
+class DocxReader(PackageReader, format="docx", package="python-docx"):
     """`.docx` through python-docx."""
 
-    name = "docx"
-    extensions = frozenset({".docx"})
-    extra = "docx"
-
     def read(self, path: Path, data: bytes, doc_id: str, fields: Fields) -> tuple[list[Document], list[str]]:
-        docx = import_extra("docx", "DOCX", "python-docx", "docx")
+        docx = self.library("docx")
         open_zip(data, "DOCX", required=("[Content_Types].xml",), limits=fields.limits).close()
-        try:
+        with self.reading():  # python-docx and lxml on damaged parts
             document = docx.Document(io.BytesIO(data))
             outline, styled_title = _outline(document)
             title = one_line(document.core_properties.title or "") or styled_title or outline.first_heading()
-        except Exception as exc:  # python-docx and lxml raise many kinds on damaged parts
-            raise SkipFile(f"unreadable DOCX ({type(exc).__name__}: {str(exc)[:80]})") from None
         sections = tuple(outline.sections)
         return [Document(doc_id, title or path.stem, outline.text, sections=sections)], []
 
