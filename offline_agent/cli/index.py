@@ -333,13 +333,30 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         _echo_skips("skipped inside files", lines, headline)
 
 
+SHOWN_BLOCKS = 3  # of the blocks found to be boilerplate, those shown (--json gives them all)
+SHOWN_BLOCK_CHARS = 80
+
+
 def _boilerplate_lines(boilerplate: dict[str, Any]) -> list[str]:
-    """One line for each title affix found to be the corpus's boilerplate (retrieval/boilerplate.py)."""
-    return [
+    """One line for each title affix found to be the corpus's boilerplate (retrieval/boilerplate.py), and for the
+    blocks of text found to be (retrieval/boilerplate_blocks.py) their number and the first few, shortened."""
+    lines = [
         f"title {kind} left out as boilerplate: {shown(repr(affix['text']), one_line=True)} ({affix['pages']:,} pages)"
         for kind in ("suffix", "prefix")
         for affix in boilerplate.get(f"title_{kind}es", ())
     ]
+    blocks = boilerplate.get("blocks") or []
+    if blocks:
+        lines.append(
+            f"{len(blocks):,} repeated block{'s' if len(blocks) > 1 else ''} left out of passages as boilerplate:"
+        )
+    for block in blocks[:SHOWN_BLOCKS]:
+        text = block["text"]
+        text = text if len(text) <= SHOWN_BLOCK_CHARS else text[: SHOWN_BLOCK_CHARS - 1] + "…"
+        lines.append(f"  {shown(repr(text), one_line=True)} ({block['pages']:,} pages)")
+    if len(blocks) > SHOWN_BLOCKS:
+        lines.append(f"  ... and {len(blocks) - SHOWN_BLOCKS:,} more (--json lists them all)")
+    return lines
 
 
 def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: int = 20) -> None:
