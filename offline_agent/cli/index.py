@@ -113,8 +113,8 @@ def index(ctx: click.Context) -> None:
     Supported files: text (.txt .md .rst), .html, records (.json .jsonl .csv .tsv), e-mail (.eml .mbox), source
     code (.py .js .ts .go .rs .java .c .sql .sh ... titled by their path), and with their extras .pdf, .docx,
     .odt, .epub and .rtf (pip install 'offline-agent[formats]' adds them all); see docs/formats.md. Generated
-    files (search indexes, minified scripts) are skipped, and a title suffix that a site's pages all repeat is
-    left out of their titles (`index build --help`).
+    files (search indexes, minified scripts) are skipped, a title suffix that a site's pages all repeat is left
+    out of their titles, and a footer or banner they all repeat out of their passages (`index build --help`).
     Indexes live under $OFFLINE_AGENT_HOME/indexes (default: the user cache folder).
     """
     if ctx.invoked_subcommand is None:
@@ -199,8 +199,9 @@ def build(
     JavaScript and CSS (a .min.js name, or lines averaging over 300 characters) and source maps; an --include
     pattern that matches the file itself reads it ('--include searchindex.js'). A title suffix or prefix that
     the corpus's HTML pages repeat (a site's name and version: at least 5 pages, and most pages of the folder
-    that holds them) is left out of their titles and kept with the index (`index info` shows it); see
-    docs/ingestion.md.
+    that holds them) is left out of their titles, and a paragraph that pages of any format repeat among their
+    first or last four (a footer, a version banner) out of their passages; both are kept with the index (`index
+    info` shows them); see docs/ingestion.md.
     """
     scope_text = None
     if scope is not None:  # importing the agents' package costs a second: only for --scope
