@@ -19,8 +19,9 @@ are found by comparing what the readers made of the pages, whatever their format
 - a block is boilerplate when the pages that hold it are as many and as much of their folder as a title's affix
   must be (`boilerplate.repeated_enough`): at least `MIN_PAGES`, and more than half of the pages of the deepest
   folder above them all. A corpus of fewer than `MIN_PAGES` pages is never changed;
-- a document loses its boilerplate blocks, unless nothing with a letter or a digit would be left of its body: a
-  page made only of the footer keeps it, and stays searchable as it is.
+- a document loses its boilerplate blocks, and a paragraph without a letter or digit next to one (the rule "---"
+  above a Markdown footer), unless nothing with a letter or a digit would be left of its body: a page made only
+  of the footer keeps it, and stays searchable as it is.
 
 Pages are the files read whose reader gives documents of lines (pages, notes, messages; not the rows of a JSON,
 JSONL or CSV file, whose text is a field), each counted once per block however many of its documents hold it, and
@@ -69,19 +70,22 @@ def block_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=KEY_BYTES).hexdigest()
 
 
+def edge_paragraphs(doc: Document) -> list[tuple[int, int]]:
+    """(start, end) of the first and the last EDGE_BLOCKS paragraphs of `doc`'s body, in order."""
+    paragraphs = (m.span() for m in _PARAGRAPH.finditer(doc.text, doc.body_start))
+    head = list(itertools.islice(paragraphs, EDGE_BLOCKS))
+    return head + list(deque(paragraphs, maxlen=EDGE_BLOCKS))
+
+
 def page_blocks(doc: Document) -> list[tuple[int, int, str]]:
     """(start, end, key) of each block of `doc`'s body that may be boilerplate (see the module's rule), in order."""
     text, sections = doc.text, doc.sections
     starts = [s.start for s in sections]
-    paragraphs = _PARAGRAPH.finditer(text, doc.body_start)
-    head = list(itertools.islice(paragraphs, EDGE_BLOCKS))
-    tail = deque(paragraphs, maxlen=EDGE_BLOCKS)
     out = []
-    for m in (*head, *tail):
-        start, end = m.span()
+    for start, end in edge_paragraphs(doc):
         if end - start > 4 * MAX_BLOCK_CHARS:  # too long whatever its spaces: not worth collapsing them
             continue
-        words = normalized(m.group())
+        words = normalized(text[start:end])
         if len(words) > MAX_BLOCK_CHARS or len(_WORD.findall(words)) < MIN_WORDS:
             continue
         if _is_heading(words, sections, starts, start, end):
@@ -135,10 +139,11 @@ class BlockBoilerplate:
         where nothing with a letter or digit would be left of its body."""
         if not self._keys or not doc.numbered_lines:
             return doc
-        found = [(start, end) for start, end, key in page_blocks(doc) if key in self._keys]
-        if not found:
+        keyed = {(start, end) for start, end, key in page_blocks(doc) if key in self._keys}
+        if not keyed:
             return doc
         text = doc.text
+        found = _with_rules(text, edge_paragraphs(doc), keyed)
         pieces, at = [], 0
         cut_ends, removed = [], []  # where each cut ends in the old text, and the characters gone up to there
         gone = 0
@@ -175,6 +180,25 @@ class BlockBoilerplate:
         """The blocks an index recorded (none for an index written before they were looked for)."""
         blocks = (data or {}).get("blocks") or ()
         return cls(tuple((str(b["key"]), str(b["text"]), int(b["pages"])) for b in blocks))
+
+
+def _with_rules(text: str, edges: list[tuple[int, int]], cuts: set[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The paragraphs `cuts` among `edges`, with each paragraph of no letter or digit next to one of them (the rule
+    "---" above a Markdown footer goes with it), in order."""
+    out = []
+    for at, (start, end) in enumerate(edges):
+        if (start, end) in cuts:
+            out.append((start, end))
+            continue
+        if _WORD.search(text, start, end):
+            continue
+        before = edges[at - 1] if at else None
+        after = edges[at + 1] if at + 1 < len(edges) else None
+        if (before in cuts and not text[before[1] : start].strip()) or (
+            after in cuts and not text[end : after[0]].strip()
+        ):
+            out.append((start, end))
+    return out
 
 
 def find_blocks(pages: Mapping[str, Iterable[str]]) -> dict[str, int]:

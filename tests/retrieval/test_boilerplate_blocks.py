@@ -92,6 +92,8 @@ def test_a_footer_and_a_banner_every_page_repeats_are_left_out(tmp_path: Path) -
     assert not index.search("Acme rights reserved").passages and not index.search("documentation version").passages
     assert "Oil the gizmo weekly." in all_text(index) and "Each widget comes in three sizes." in all_text(index)
     assert len(index.doc_ids()) == 7
+    # The rule above the Markdown footer goes with it.
+    assert [p.text for p in index.passages_of("gizmo.md")][-1] == "## Care\n\nKeep the gizmo dry."
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -127,6 +129,7 @@ def test_a_corpus_of_few_pages_is_untouched(tmp_path: Path, pages: int) -> None:
     index = build_from_paths([write_pages(tmp_path / "pages", TOPICS[:pages])]).index
     assert index.extra["boilerplate"]["blocks"] == []
     assert all_text(index).count(FOOTER) == pages and all_text(index).count(BANNER) == pages
+    assert all_text(index).count("---") == (pages + 2) // 3  # the Markdown pages' rule too
 
 
 def test_a_page_made_only_of_boilerplate_keeps_it(tmp_path: Path) -> None:
@@ -279,3 +282,17 @@ def test_the_cli_shortens_and_escapes_what_it_shows(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith("  'A notice"))
     assert "\x1b" not in line and "…" in line and line.endswith("(6 pages)") and len(line) < 120
+
+
+def test_worker_processes_find_and_leave_out_the_same_blocks(tmp_path: Path) -> None:
+    from offline_agent.retrieval import parallel
+
+    root = tmp_path / "pages"
+    root.mkdir()
+    body = "\n\n".join(f"Paragraph {k} on the {{topic}}, its care and its uses." for k in range(4000))
+    for topic in TOPICS:  # large enough to be read by the worker processes, the second time too
+        (root / f"{topic}.md").write_text(markdown(topic).replace("## Care", body.format(topic=topic) + "\n\n## Care"))
+    assert len(TOPICS) >= parallel.MIN_FILES and sum(p.stat().st_size for p in root.iterdir()) >= parallel.MIN_BYTES
+    one, two = build_from_paths([root]).index, build_from_paths([root], workers=2).index
+    assert recorded(two) == recorded(one) == [(FOOTER, 10), (BANNER, 10)]
+    assert texts_of(two) == texts_of(one) and FOOTER not in all_text(two)
