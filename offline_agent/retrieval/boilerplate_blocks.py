@@ -20,8 +20,8 @@ are found by comparing what the readers made of the pages, whatever their format
   must be (`boilerplate.repeated_enough`): at least `MIN_PAGES`, and more than half of the pages of the deepest
   folder above them all. A corpus of fewer than `MIN_PAGES` pages is never changed;
 - a document loses its boilerplate blocks, and a paragraph without a letter or digit next to one (the rule "---"
-  above a Markdown footer), unless nothing with a letter or a digit would be left of its body: a page made only
-  of the footer keeps it, and stays searchable as it is.
+  above a Markdown footer), unless fewer than `MIN_WORDS` words would be left of its body: a page made only of
+  the footer (or of the footer and a "Note" label) keeps it, and stays searchable as it is.
 
 Pages are the files read whose reader gives documents of lines (pages, notes, messages; not the rows of a JSON,
 JSONL or CSV file, whose text is a field), each counted once per block however many of its documents hold it, and
@@ -136,7 +136,7 @@ class BlockBoilerplate:
 
     def strip(self, doc: Document) -> Document:
         """`doc` less its boilerplate blocks, each but for its line breaks; `doc` itself where it holds none, or
-        where nothing with a letter or digit would be left of its body."""
+        where fewer than MIN_WORDS words would be left of its body."""
         if not self._keys or not doc.numbered_lines:
             return doc
         keyed = {(start, end) for start, end, key in page_blocks(doc) if key in self._keys}
@@ -166,8 +166,8 @@ class BlockBoilerplate:
             return offset - before
 
         body_start = moved(doc.body_start)
-        if not _WORD.search(new_text, body_start):
-            return doc
+        if sum(1 for _ in itertools.islice(_WORD.finditer(new_text, body_start), MIN_WORDS)) < MIN_WORDS:
+            return doc  # a page of boilerplate (and a label: Sphinx's "Note" above it) is kept whole
         sections = tuple(Section(moved(s.start), s.path) for s in doc.sections)
         return replace(doc, text=new_text, body_start=body_start, sections=sections, pages=tuple(map(moved, doc.pages)))
 

@@ -136,11 +136,14 @@ def test_a_page_made_only_of_boilerplate_keeps_it(tmp_path: Path) -> None:
     root = write_pages(tmp_path / "pages", TOPICS[:6])
     (root / "stub.md").write_text(f"# Stub\n\n{BANNER}\n\n{FOOTER}\n", encoding="utf-8")
     (root / "bare.txt").write_text(f"{BANNER}\n\n{FOOTER}\n", encoding="utf-8")
+    (root / "noted.txt").write_text(f"Note\n\n{BANNER}\n\n{FOOTER}\n", encoding="utf-8")  # a label is no page
     index = build_from_paths([root]).index
-    assert recorded(index) == [(FOOTER, 8), (BANNER, 8)]
+    assert recorded(index) == [(FOOTER, 9), (BANNER, 9)]
     assert texts_of(index)["stub.md"] == [(f"{BANNER}\n\n{FOOTER}", 3)]
     assert texts_of(index)["bare.txt"] == [(f"{BANNER}\n\n{FOOTER}", 1)]
-    assert {p.doc_id for p in index.search("Acme rights reserved", k=20).passages} == {"stub.md", "bare.txt"}
+    assert texts_of(index)["noted.txt"] == [(f"Note\n\n{BANNER}\n\n{FOOTER}", 1)]
+    found = {p.doc_id for p in index.search("Acme rights reserved", k=20).passages}
+    assert found == {"stub.md", "bare.txt", "noted.txt"}
 
 
 def test_records_are_no_pages_and_keep_their_text(tmp_path: Path) -> None:
