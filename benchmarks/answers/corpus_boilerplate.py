@@ -1,12 +1,13 @@
 """Boilerplate found from the corpus, on the PostgreSQL and Python manuals: every page's title before and after,
-the generated files skipped with their reasons, and where the Python manual's searchindex.js ranks for ordinary
-questions before and after (issue 73).
+the generated files skipped with their reasons, the blocks of text left out of passages (and the passages that
+held them before and after), and where the Python manual's searchindex.js ranks for ordinary questions before and
+after (issue 73).
 
     python -m benchmarks.answers.corpus_boilerplate                  # both manuals (a few minutes on 2 cores)
     python -m benchmarks.answers.corpus_boilerplate --manual python --workers 1
 
-"Before" is the code's behaviour with both parts turned off: every file read (`--include '**'` reads generated
-files too) and no title boilerplate looked for, which is what the code did before; "after" is a default build
+"Before" is the code's behaviour with every part turned off: every file read (`--include '**'` reads generated
+files too) and no boilerplate looked for, which is what the code did before; "after" is a default build
 (`build_from_paths`). Nothing is cached: both indexes are built in this process. The manuals are Debian's
 postgresql-doc-15 and python3-doc (scripts/install.sh installs them).
 """
@@ -83,6 +84,16 @@ def report(manual: str, workers: int) -> None:
         print(f"  {path}: {why}")
     gone = sorted(set(before) - set(after))
     print(f"documents indexed before and not after: {len(gone)}", *gone[:20])
+    blocks = built.index.extra["boilerplate"]["blocks"]
+    print(f"\nblocks of text left out of passages: {len(blocks)}")
+    for block in blocks:
+        holding = [
+            sum(block["text"] in " ".join(p.text.split()) for p in read)
+            for read in (before_read.passages, built.ingested.passages)
+        ]
+        print(
+            f"  {block['text']!r} ({block['pages']} pages): passages holding it {holding[0]} before, {holding[1]} after"
+        )
     if manual != "python":
         return
     index_before = BM25Index.build(before_read.passages)

@@ -113,8 +113,8 @@ def index(ctx: click.Context) -> None:
     Supported files: text (.txt .md .rst), .html, records (.json .jsonl .csv .tsv), e-mail (.eml .mbox), source
     code (.py .js .ts .go .rs .java .c .sql .sh ... titled by their path), and with their extras .pdf, .docx,
     .odt, .epub and .rtf (pip install 'offline-agent[formats]' adds them all); see docs/formats.md. Generated
-    files (search indexes, minified scripts) are skipped, and a title suffix that a site's pages all repeat is
-    left out of their titles (`index build --help`).
+    files (search indexes, minified scripts) are skipped, a title suffix that a site's pages all repeat is left
+    out of their titles, and a footer or banner they all repeat out of their passages (`index build --help`).
     Indexes live under $OFFLINE_AGENT_HOME/indexes (default: the user cache folder).
     """
     if ctx.invoked_subcommand is None:
@@ -199,8 +199,9 @@ def build(
     JavaScript and CSS (a .min.js name, or lines averaging over 300 characters) and source maps; an --include
     pattern that matches the file itself reads it ('--include searchindex.js'). A title suffix or prefix that
     the corpus's HTML pages repeat (a site's name and version: at least 5 pages, and most pages of the folder
-    that holds them) is left out of their titles and kept with the index (`index info` shows it); see
-    docs/ingestion.md.
+    that holds them) is left out of their titles, and a paragraph that pages of any format repeat among their
+    first or last four (a footer, a version banner) out of their passages; both are kept with the index (`index
+    info` shows them); see docs/ingestion.md.
     """
     scope_text = None
     if scope is not None:  # importing the agents' package costs a second: only for --scope
@@ -333,13 +334,30 @@ def _print_build_summary(name: str, target: Path, report: Any, update: bool, as_
         _echo_skips("skipped inside files", lines, headline)
 
 
+SHOWN_BLOCKS = 3  # of the blocks found to be boilerplate, those shown (--json gives them all)
+SHOWN_BLOCK_CHARS = 80
+
+
 def _boilerplate_lines(boilerplate: dict[str, Any]) -> list[str]:
-    """One line for each title affix found to be the corpus's boilerplate (retrieval/boilerplate.py)."""
-    return [
+    """One line for each title affix found to be the corpus's boilerplate (retrieval/boilerplate.py), and for the
+    blocks of text found to be (retrieval/boilerplate_blocks.py) their number and the first few, shortened."""
+    lines = [
         f"title {kind} left out as boilerplate: {shown(repr(affix['text']), one_line=True)} ({affix['pages']:,} pages)"
         for kind in ("suffix", "prefix")
         for affix in boilerplate.get(f"title_{kind}es", ())
     ]
+    blocks = boilerplate.get("blocks") or []
+    if blocks:
+        lines.append(
+            f"{len(blocks):,} repeated block{'s' if len(blocks) > 1 else ''} left out of passages as boilerplate:"
+        )
+    for block in blocks[:SHOWN_BLOCKS]:
+        text = block["text"]
+        text = text if len(text) <= SHOWN_BLOCK_CHARS else text[: SHOWN_BLOCK_CHARS - 1] + "…"
+        lines.append(f"  {shown(repr(text), one_line=True)} ({block['pages']:,} pages)")
+    if len(blocks) > SHOWN_BLOCKS:
+        lines.append(f"  ... and {len(blocks) - SHOWN_BLOCKS:,} more (--json lists them all)")
+    return lines
 
 
 def _echo_skips(label: str, items: list[tuple[str, str]], headline: str, limit: int = 20) -> None:

@@ -134,17 +134,29 @@ def find_affixes(titles: Mapping[str, str]) -> TitleBoilerplate:
                 prefixes.setdefault(title[: separator.end()], []).append(doc_id)
     if not suffixes and not prefixes:
         return TitleBoilerplate()
-    folders = Counter(folder for doc_id in titles for folder in _folders(doc_id))
+    folders = folder_counts(titles)
 
     def kept(candidates: dict[str, list[str]]) -> tuple[tuple[str, int], ...]:
         out = []
         for affix, pages in candidates.items():
             pages = sorted(set(pages))
-            if len(pages) >= MIN_PAGES and 2 * len(pages) > folders[_common_folder(pages)]:
+            if repeated_enough(pages, folders):
                 out.append((affix, len(pages)))
         return tuple(sorted(out, key=lambda a: (-a[1], a[0])))
 
     return TitleBoilerplate(kept(suffixes), kept(prefixes))
+
+
+def folder_counts(doc_ids: Iterable[str]) -> Counter[str]:
+    """The number of pages in each folder, at any depth below it, of the pages `doc_ids` (paths with "/")."""
+    return Counter(folder for doc_id in doc_ids for folder in _folders(doc_id))
+
+
+def repeated_enough(pages: list[str], folders: Mapping[str, int]) -> bool:
+    """Whether text that the pages `pages` (distinct document ids) all carry is boilerplate by the module's rule: at
+    least MIN_PAGES of them, more than half of the pages (`folders`, from `folder_counts`) of the deepest folder
+    above them all."""
+    return len(pages) >= MIN_PAGES and 2 * len(pages) > folders[_common_folder(pages)]
 
 
 def _folders(doc_id: str) -> list[str]:

@@ -6,6 +6,7 @@ into a ready BM25Index, and an `--update` into the smallest change (new, changed
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,10 +18,19 @@ from offline_agent.errors import ConfigError, RetrievalError
 from offline_agent.retrieval import storage
 from offline_agent.retrieval.analyzer import Analyzer
 from offline_agent.retrieval.boilerplate import TitleBoilerplate, detect_titles, is_page
+from offline_agent.retrieval.boilerplate_blocks import (
+    BlockBoilerplate,
+    block_texts,
+    boilerplate_of,
+    find_blocks,
+    holding,
+    recorded_pages,
+)
 from offline_agent.retrieval.duplicates import twins_to_read
 from offline_agent.retrieval.encode import PassageEncoder
 from offline_agent.retrieval.index import BM25Index
-from offline_agent.retrieval.ingest import FileEntry, Ingested, IngestOptions, ingest_paths, walk
+from offline_agent.retrieval.ingest import FileEntry, Ingested, IngestOptions, ingest_paths, read_entries, walk
+from offline_agent.retrieval.passages import Passage
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -79,7 +89,7 @@ def describe(path: Path, *, duplicates: bool = False) -> dict[str, Any]:
         "files": len(files),
         "duplicates": len(twins),
         "ingest": extra.get("ingest", {}),
-        "boilerplate": TitleBoilerplate.from_dict(extra.get("boilerplate")).to_dict(),
+        "boilerplate": boilerplate_record(extra.get("boilerplate")),
     }
     if duplicates:
         data["duplicate_files"] = twins
@@ -158,7 +168,8 @@ def build_from_paths(
     on_passages: Callable[[int], None] | None = None,
 ) -> BuildReport:
     """Ingest `paths` and build an index in memory (RetrievalError when no passage comes out); `workers` processes
-    read the files while this one tokenizes their passages (encode.PassageEncoder)."""
+    read the files while this one tokenizes their passages (encode.PassageEncoder). The pages that hold blocks of
+    text the corpus repeats (boilerplate_blocks.py) are read twice: to find them, then to leave them out."""
     options = options or IngestOptions()
     entries, skipped = _walk_checked(paths, options)
     titles, page_titles = detect_titles(entries)
@@ -169,6 +180,13 @@ def build_from_paths(
     encoder = PassageEncoder(analyzer, workers=workers)
     ingested = ingest_paths(paths, options, progress=on_file, entries=entries, workers=workers, on_read=encoder.add)
     ingested.skipped[:0] = skipped
+    # The blocks the pages repeat are known once every page is read: the pages that hold them are read again.
+    blocks = _blocks_found(ingested.files, entries, options, BlockBoilerplate())
+    if blocks:
+        options = replace(options, blocks=blocks)
+        affected = holding(ingested.files, blocks.keys())
+        again = _read_again([e for e in entries if e.source in affected], options, workers, encoder)
+        _replace_passages(ingested, again)
     if not ingested.passages:
         raise RetrievalError(_empty_message(paths, ingested))
     index = BM25Index.build(
@@ -183,7 +201,7 @@ def build_from_paths(
         "roots": [incoming.file_name(Path(p).absolute()) for p in paths],
         "ingest": options.to_dict(),
         "files": ingested.files,
-        "boilerplate": options.titles.to_dict(),
+        "boilerplate": {**options.titles.to_dict(), **options.blocks.to_dict()},
     }
     return BuildReport(index, ingested, added_files=sorted(ingested.files))
 
@@ -203,7 +221,9 @@ def update_from_paths(
     Files whose size and mtime are unchanged are not read; others are re-read and compared by sha256. Passages
     of changed and deleted files are deleted, those of new and changed files added, in one weight update. A file
     noted as the duplicate of one that changed or went is read again too (it may now be indexed itself), and a
-    file read now that duplicates one in the index gives no passages (duplicates.py).
+    file read now that duplicates one in the index gives no passages (duplicates.py). Where the title affixes or
+    the blocks of text that the pages repeat differ from those the index left out (boilerplate.py,
+    boilerplate_blocks.py), the pages they concern are read again, as a fresh build would read them.
     """
     extra = index.extra or {}
     if paths is None or not paths:
@@ -215,7 +235,10 @@ def update_from_paths(
     old_files: dict[str, dict[str, Any]] = dict(extra.get("files") or {})
     entries, skipped = _walk_checked(paths, options)
     titles, page_titles = detect_titles(entries, old_files)
-    options = replace(options, titles=titles)
+    # Pages are read with the blocks the index left out; where the blocks found once they are read differ, the
+    # pages that hold one that came or went are read again.
+    old_blocks = BlockBoilerplate.from_dict(extra.get("boilerplate"))
+    options = replace(options, titles=titles, blocks=old_blocks)
     # Pages titled with other boilerplate than the corpus now shows are read again, as a build would title them.
     retitle = options.titles.affixes() != TitleBoilerplate.from_dict(extra.get("boilerplate")).affixes()
     seen = {e.source for e in entries}
@@ -225,6 +248,7 @@ def update_from_paths(
         if (f := old_files.get(e.source)) is None
         or (f["size"], f["mtime_ns"]) != (e.size, e.mtime_ns)
         or (retitle and is_page(e.path))
+        or "blocks" not in f  # recorded before blocks were looked for: their blocks are not known
     ]
     reading = {e.source for e in to_read}
     reading |= twins_to_read(old_files, reading | (set(old_files) - seen))
@@ -252,7 +276,7 @@ def update_from_paths(
         by_source.setdefault(p.source, []).append(p)
     dropped = [s for s in old_files if s not in seen]
     report.removed_files = sorted(dropped)
-    add = []
+    add: dict[str, list[Passage]] = {}
     for source, fingerprint in ingested.files.items():
         before = old_files.get(source)
         was_indexed = before is not None and not before.get("duplicate_of")
@@ -267,19 +291,42 @@ def update_from_paths(
         if was_indexed:
             dropped.append(source)
         new_files[source] = fingerprint
-        add.extend(by_source.get(source, []))
+        add[source] = by_source.get(source, [])
     # A file that used to be indexed and is now skipped (emptied, made unreadable) loses its passages.
     for source, _why in ingested.skipped:
         if source in old_files and source in seen:
             dropped.append(source)
             new_files.pop(source, None)
             report.removed_files.append(source)
+    blocks = _blocks_found(new_files, entries, options, old_blocks)
+    if blocks.keys() != old_blocks.keys():
+        options = replace(options, blocks=blocks)
+        affected = holding(new_files, blocks.keys() ^ old_blocks.keys())
+        again = _read_again([e for e in entries if e.source in affected], options, workers, encoder)
+        for source, outcome in again.items():
+            kept = source not in add  # its passages, in the index, were made with the blocks left out before
+            if kept:
+                dropped.append(source)
+                report.unchanged_files -= 1
+            if isinstance(outcome, str):  # changed on disk since, and now skipped
+                add.pop(source, None)
+                new_files.pop(source, None)
+                ingested.skipped.append((source, outcome))
+                report.removed_files.append(source)
+                continue
+            if kept:
+                report.changed_files.append(source)
+            add[source] = outcome[0]
+            new_files[source] = dict(new_files[source], **outcome[1], passages=len(outcome[0]))
+    else:
+        options = replace(options, blocks=blocks)  # the same blocks, on as many pages as now hold them
+    added = [p for passages in add.values() for p in passages]
     delete_ids = index.ids_of_sources(set(dropped))
-    if add or delete_ids:
-        index.update(add=add, delete=delete_ids, progress=on_passages, encoded=encoder.encoded(add))
+    if added or delete_ids:
+        index.update(add=added, delete=delete_ids, progress=on_passages, encoded=encoder.encoded(added))
     _keep_page_titles(new_files, page_titles)
     roots = [str(Path(p).absolute()) for p in paths]
-    boilerplate = options.titles.to_dict()
+    boilerplate = {**options.titles.to_dict(), **options.blocks.to_dict()}
     index.extra = dict(extra, files=new_files, roots=roots, ingest=options.to_dict(), boilerplate=boilerplate)
     if len(index) == 0:
         raise RetrievalError(_empty_message(paths, ingested))
@@ -291,6 +338,64 @@ def saved_options(index: BM25Index) -> IngestOptions:
     --include/--exclude patterns, which `--update` applies again unless it is given others."""
     saved = (index.extra or {}).get("ingest") or {}
     return IngestOptions(**{k: v for k, v in saved.items() if k in IngestOptions.__dataclass_fields__})
+
+
+def boilerplate_record(recorded: dict[str, Any] | None) -> dict[str, Any]:
+    """The boilerplate an index recorded (title affixes and blocks; none of a kind it was written before), as
+    `index info` shows it."""
+    return {**TitleBoilerplate.from_dict(recorded).to_dict(), **BlockBoilerplate.from_dict(recorded).to_dict()}
+
+
+def _blocks_found(
+    files: dict[str, dict[str, Any]], entries: Sequence[FileEntry], options: IngestOptions, known: BlockBoilerplate
+) -> BlockBoilerplate:
+    """The blocks that the pages among `files` (the index's records) repeat (boilerplate_blocks.py), each with its
+    text: from `known` where it was found before, else from a page that holds it, read again (a block whose page
+    cannot be read again is left out)."""
+    found = find_blocks(recorded_pages(files))
+    texts = {key: text for key, text, _ in known.blocks}
+    missing = set(found) - set(texts)
+    if missing:
+        by_source = {e.source: e for e in entries}
+        for source in holding(files, missing):
+            if (entry := by_source.get(source)) is not None:
+                texts.update(block_texts(entry.path, entry.doc_id, options.fields, missing))
+                missing -= set(texts)
+            if not missing:
+                break
+    return boilerplate_of({key: n for key, n in found.items() if key not in missing}, texts)
+
+
+def _read_again(
+    entries: Sequence[FileEntry], options: IngestOptions, workers: int, encoder: PassageEncoder
+) -> dict[str, tuple[list[Passage], dict[str, Any]] | str]:
+    """Each of `entries` read again (with other boilerplate blocks left out): its passages and fingerprint, or the
+    reason it is now skipped; the passages are tokenized as they come, in the place of those read before."""
+    out: dict[str, tuple[list[Passage], dict[str, Any]] | str] = {}
+    for entry, outcome in read_entries(entries, options, workers):
+        if not isinstance(outcome, str):
+            encoder.add(entry.source, outcome[0])  # replaces what it was given for the file before
+            outcome = outcome[:2]
+        out[entry.source] = outcome
+    return out
+
+
+def _replace_passages(ingested: Ingested, again: dict[str, tuple[list[Passage], dict[str, Any]] | str]) -> None:
+    """`ingested` with the passages (and records) of the files read `again` in the place of those read before,
+    every passage numbered again from 0."""
+    passages: list[Passage] = []
+    for source, run in itertools.groupby(ingested.passages, key=lambda p: p.source):
+        outcome = again.get(source)
+        if isinstance(outcome, str):  # changed on disk since, and now skipped
+            del ingested.files[source]
+            ingested.skipped.append((source, outcome))
+            continue
+        if outcome is not None:
+            run = outcome[0]
+            ingested.files[source].update(outcome[1], passages=len(outcome[0]))
+        base = len(passages)
+        passages.extend(p.with_id(base + i) for i, p in enumerate(run))
+    ingested.passages = passages
 
 
 def _keep_page_titles(files: dict[str, dict[str, Any]], page_titles: dict[str, str]) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from offline_agent import incoming
 from offline_agent.retrieval.boilerplate import TitleBoilerplate, is_page
+from offline_agent.retrieval.boilerplate_blocks import BlockBoilerplate, page_keys
 from offline_agent.retrieval.chunking import document_passages
 from offline_agent.retrieval.duplicates import Candidate, content_key, find_duplicates, source_copy_of
 from offline_agent.retrieval.generated import asked_for, generated_by_content, generated_by_name, may_be_generated
@@ -51,8 +52,10 @@ class IngestOptions:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     limits: ReadLimits = DEFAULT_LIMITS
-    # Found from the corpus (boilerplate.py) by the build, not given by the user: recorded apart from the options.
+    # Found from the corpus (boilerplate.py, boilerplate_blocks.py) by the build, not given by the user: recorded
+    # apart from the options.
     titles: TitleBoilerplate = field(default_factory=TitleBoilerplate)
+    blocks: BlockBoilerplate = field(default_factory=BlockBoilerplate)
 
     def __post_init__(self) -> None:
         from offline_agent.errors import ConfigError
@@ -80,7 +83,7 @@ class IngestOptions:
         out = {
             f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
             for f in dataclass_fields(self)
-            if f.name != "titles"
+            if f.name not in ("titles", "blocks")
         }
         out["limits"] = self.limits.to_dict()
         return out
@@ -245,11 +248,13 @@ def read_entry(
     docs, notes = read_document_file(entry.path, data, entry.doc_id, options.fields)
     del data
     fingerprint["content"] = content_key(docs)
+    fingerprint["blocks"] = page_keys(docs)
     passages: list[Passage] = []
     for doc in docs if chunk else ():
         # a title taken from the file's name may hold its odd bytes
         title = incoming.file_name(doc.title, note=False)
         doc = dataclasses.replace(doc, title=options.titles.strip_title(title) if is_page(entry.path) else title)
+        doc = options.blocks.strip(doc)
         size, overlap = options.chunk_size, options.chunk_overlap
         passages.extend(document_passages(doc, entry.source, size, overlap, first_id=len(passages)))
     if not chunk and any(doc.text[doc.body_start :].strip() for doc in docs):

@@ -58,7 +58,11 @@ def cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_suffix_every_page_repeats_is_found_and_left_out(tmp_path: Path) -> None:
     index = build_from_paths([write_site(tmp_path)]).index
-    assert index.extra["boilerplate"] == {"title_suffixes": [{"text": SITE, "pages": 6}], "title_prefixes": []}
+    assert index.extra["boilerplate"] == {
+        "title_suffixes": [{"text": SITE, "pages": 6}],
+        "title_prefixes": [],
+        "blocks": [],  # the pages share no paragraph (boilerplate_blocks.py)
+    }
     assert titles_of(index) == {
         "index.html": "Demo 2.1 documentation",  # the site's own name, with no separator: left whole
         "intro.html": "Introduction",
@@ -74,7 +78,7 @@ def test_a_suffix_every_page_repeats_is_found_and_left_out(tmp_path: Path) -> No
 def test_a_corpus_of_few_pages_is_untouched(tmp_path: Path, pages: int) -> None:
     some = dict(list(PAGES.items())[2 : pages + 2])  # pages whose first heading is no part of their title
     index = build_from_paths([write_site(tmp_path, some)]).index
-    assert index.extra["boilerplate"] == {"title_suffixes": [], "title_prefixes": []}
+    assert index.extra["boilerplate"] == {"title_suffixes": [], "title_prefixes": [], "blocks": []}
     assert sorted(titles_of(index).values()) == sorted(title.replace("&amp;", "&") for title, _, _ in some.values())
 
 

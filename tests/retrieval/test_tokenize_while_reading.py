@@ -104,3 +104,18 @@ def test_a_file_too_large_to_tokenize_as_it_arrives_is_tokenized_by_workers(monk
     built = BM25Index.build(numbered, encoded=encoder.encoded(numbered))
     assert calls == [(40, 2)]  # the large file, in two worker processes; the small one as it arrived
     assert _arrays(built) == _arrays(BM25Index.build(numbered))
+
+
+def test_passages_given_again_replace_those_given_before() -> None:
+    # A page read again with other boilerplate left out (catalog.py): as many passages, other words.
+    first = _passages("a.md", ["The quay is long. Footer of the port.", "Ferries berth."])
+    again = _passages("a.md", ["The quay is long.", "Ferries berth."])
+    b = _passages("b.md", ["Pilots board at the buoy."])
+    for batch in (1, 2, 8):  # given again after its first passages were tokenized, or while they wait
+        encoder = PassageEncoder(Analyzer(), batch=batch)
+        encoder.add("a.md", first)
+        encoder.add("b.md", b)
+        encoder.add("a.md", again)
+        wanted = [dataclasses.replace(p, id=i) for i, p in enumerate([*again, *b])]
+        built = BM25Index.build(wanted, encoded=encoder.encoded(wanted))
+        assert _arrays(built) == _arrays(BM25Index.build(wanted))
