@@ -40,7 +40,7 @@ from offline_agent.agents.options import ReActOptions, StrategyOptions
 from offline_agent.agents.step_runner import TurnResult
 from offline_agent.answer_form import AnswerForm
 from offline_agent.details import GroundingDetails, RefusalDetails, ToolDetails
-from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
+from offline_agent.grammar import ABSTAIN, GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
@@ -192,6 +192,11 @@ class ReActAgent(Strategy):
             step = self.review_step(state, record, turn.value)
             trajectory.steps.append(record)
             if step is None:
+                self.step_done(record)
+                return
+            if step.is_final and step.final == ABSTAIN:  # "the documents do not say": nothing to check
+                record.final = ABSTAIN
+                state.abstain()
                 self.step_done(record)
                 return
             if step.is_final:
