@@ -237,9 +237,9 @@ def build_server(tools: OfflineAgentTools) -> Any:
 
         Returns the answer (null when the agent stopped without one), `abstained` (true when the documents do not
         say: the answer is null and the sources are the nearest passages found), the stop reason (final,
-        abstained, max_steps, timeout, error), the sources (the passages the answer was taken from: path, title, heading path, line or
-        page, and the sentence; empty when the answer is written in none of them) and the trajectory (every step:
-        thought, action, observation, final). The first call loads the model."""
+        abstained, max_steps, timeout, error), the sources (the passages the answer was taken from: path, title,
+        heading path, line or page, and the sentence; empty when the answer is written in none of them) and the
+        trajectory (every step: thought, action, observation, final). The first call loads the model."""
         with tool_errors(ToolError, "ask"):
             return tools.ask(question, index)
 

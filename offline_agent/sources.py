@@ -14,8 +14,10 @@ holds the answer.
 
 A run that abstained (the documents do not say) has no answer to find: its sources are the nearest passages it
 found instead, the first `NEAREST` its searches showed (each search's best first, in the order searched), each with
-its opening sentence, so a user sees where the agent looked. This is a pure function of the trajectory and the index the run searched; the CLI, the MCP
-server and the evaluation call it and show or store what it returns.
+its opening sentence, so a user sees where the agent looked.
+
+This is a pure function of the trajectory and the index the run searched; the CLI, the MCP server and the
+evaluation call it and show or store what it returns.
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ def attach_sources(trajectory: Trajectory, index: Any) -> Trajectory:
 
 def format_sources(trajectory: Trajectory) -> list[str]:
     """The lines that tell a user what the answer rests on, or for an abstention the nearest passages found ([]
-    for a run without an answer or without sources found): each passage's file, place, heading path and the sentence holding the answer."""
+    for a run without an answer or without sources found): each passage's file, place, heading path and the
+    sentence holding the answer."""
     from offline_agent.retrieval.passages import passage_label
 
     if trajectory.abstained and trajectory.sources:

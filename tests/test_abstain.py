@@ -58,3 +58,77 @@ def test_a_session_abstains_and_shows_the_nearest_passages(tiny_index) -> None:
     assert trajectory.sources, "the nearest passages the search found"
     lines = format_sources(trajectory)
     assert lines[0].startswith("Nearest passages")
+
+
+# --- the support check (checks/support.py) ------------------------------------------------------------------------
+
+
+def test_identifiers_are_names_written_as_code() -> None:
+    from offline_agent.checks.support import identifiers
+
+    assert identifiers("What is the default of max_parallel_vacuum_workers?") == ["max_parallel_vacuum_workers"]
+    assert identifiers("What does --incremental of pg_basebackup take?") == ["--incremental", "pg_basebackup"]
+    assert identifiers("Is postgresql.conf read at start by sha256 or now()?") == ["postgresql.conf", "sha256", "now()"]
+    assert identifiers("In which year was J. R. R. Tolkien born in the U.S.?") == []
+    assert identifiers("Which river is well-known in Rouen?") == []
+
+
+def test_a_name_of_the_question_read_nowhere_is_unsupported_without_asking() -> None:
+    from offline_agent.checks.support import Support
+
+    asked = []
+    read = ["[1] max_parallel_maintenance_workers: Sets the maximum number of parallel workers. The default is 2."]
+    verdict = Support().verdict(
+        "What is the default value of max_parallel_vacuum_workers?", "2", read, lambda *a: asked.append(a) or "yes"
+    )
+    assert not verdict.supported and verdict.reason == "named" and verdict.detail == "max_parallel_vacuum_workers"
+    assert asked == []
+
+
+@pytest.mark.parametrize(("word", "supported"), [("yes", True), ("no", False), (None, True)])
+def test_the_model_judges_the_sentences_that_hold_the_answer(word: str | None, supported: bool) -> None:
+    from offline_agent.checks.support import Support
+
+    asked = []
+
+    def ask(system: str, user: str, words) -> str | None:
+        asked.append(user)
+        return word
+
+    read = ["[1] Dublin: Dublin stands on the River Liffey. It is the capital of Ireland.", "[1] Other: nothing."]
+    verdict = Support().verdict("Which river flows through Dublin?", "River Liffey", read, ask)
+    assert verdict.supported is supported
+    assert (
+        len(asked) == 1 and "- [1] Dublin: Dublin stands on the River Liffey." in asked[0] and "capital" not in asked[0]
+    )
+
+
+def test_an_answer_no_sentence_holds_is_not_judged() -> None:
+    from offline_agent.checks.support import Support
+
+    verdict = Support().verdict("Which is older?", "Harvard", ["[1] Yale: founded 1701."], lambda *a: "no")
+    assert verdict.supported
+
+
+def test_with_the_check_a_no_ends_the_run_abstained_and_keeps_the_proposed_answer(tiny_index) -> None:
+    backend = ScriptedBackend(["Final: Vistula", "no"])
+    agent = make_agent("rag", backend, build_tools(tiny_index), support_check=True)
+    trajectory = agent.run(QUESTION)
+    assert trajectory.abstained and trajectory.answer is None and trajectory.stop_reason == "abstained"
+    final = trajectory.steps[-1]
+    assert final.final == "Vistula" and final.details.refusal.reason == "unsupported (judged)"
+    judge = backend.calls[1]
+    assert "Proposed answer: Vistula" in judge.prompt and "yes" in judge.grammar and "no" in judge.grammar
+
+
+def test_with_the_check_a_yes_lets_the_answer_stand(tiny_index) -> None:
+    backend = ScriptedBackend(["Final: Vistula", "yes"])
+    trajectory = make_agent("rag", backend, build_tools(tiny_index), support_check=True).run(QUESTION)
+    assert trajectory.answer == "Vistula" and not trajectory.abstained
+    assert trajectory.usage.generated_tokens >= 1  # the judge's call is booked on the run
+
+
+def test_the_support_check_is_an_option_of_every_loop_strategy_and_off_until_measured() -> None:
+    assert not agent_settings().options.support_check and not agent_settings(profile="plain").options.support_check
+    assert agent_settings("rag", options={"support_check": "true"}).options.support_check
+    assert agent_settings("react", support_check=True).options.support_check

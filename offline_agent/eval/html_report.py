@@ -28,8 +28,8 @@ from typing import Any
 
 from offline_agent._version import __version__
 from offline_agent.eval.report import RunData, abstention_table, breakdown_table, comparison_table, stop_table
-from offline_agent.eval.scoring import row_outcome
 from offline_agent.eval.results import ResultsError
+from offline_agent.eval.scoring import row_outcome
 
 _ASSETS = Path(__file__).resolve().parent / "report_assets"
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent.eval.results import ResultsError
-from offline_agent.eval.scoring import abstention_summary
 from offline_agent.eval.run_data import RunData, load_run, unique_names
+from offline_agent.eval.scoring import abstention_summary
 
 # (column title, how to get the cell from a run's summary)
 _COLUMNS: tuple[tuple[str, str], ...] = (
