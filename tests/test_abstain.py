@@ -132,3 +132,13 @@ def test_the_support_check_is_an_option_of_every_loop_strategy_and_off_until_mea
     assert not agent_settings().options.support_check and not agent_settings(profile="plain").options.support_check
     assert agent_settings("rag", options={"support_check": "true"}).options.support_check
     assert agent_settings("react", support_check=True).options.support_check
+
+
+def test_abstentions_vote_as_one_answer_among_samples(tiny_index) -> None:
+    from offline_agent.agents import RunConfig
+
+    outputs = ["Thought: no\nFinal: " + ABSTAIN, "Thought: yes\nFinal: Warsaw", "Thought: no\nFinal: " + ABSTAIN]
+    session = Session(backend=ScriptedBackend(outputs), index=tiny_index, corpus="tiny")
+    trajectory = session.ask("Where was Marie Curie's cat born?", RunConfig(samples=3, max_steps=3))
+    assert trajectory.abstained and trajectory.answer is None and trajectory.stop_reason == "abstained"
+    assert [s["stop_reason"] for s in trajectory.samples] == ["abstained", "final", "abstained"]
