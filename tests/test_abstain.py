@@ -142,3 +142,16 @@ def test_abstentions_vote_as_one_answer_among_samples(tiny_index) -> None:
     trajectory = session.ask("Where was Marie Curie's cat born?", RunConfig(samples=3, max_steps=3))
     assert trajectory.abstained and trajectory.answer is None and trajectory.stop_reason == "abstained"
     assert [s["stop_reason"] for s in trajectory.samples] == ["abstained", "final", "abstained"]
+
+
+def test_a_name_the_snippets_left_out_but_a_search_for_it_finds_is_not_unread() -> None:
+    from offline_agent.checks.support import Support
+
+    read = ["[1] Connections: The default is three connections."]
+    shown = {"wal_status": "[1] pg_replication_slots: wal_status text: availability of WAL files"}
+    verdict = Support().verdict(
+        "What does wal_status report?", "three", read, lambda *a: None, lambda name: shown.get(name, "")
+    )
+    assert verdict.supported
+    missing = Support().verdict("What does wal_level_x report?", "three", read, lambda *a: None, lambda name: "")
+    assert not missing.supported and missing.detail == "wal_level_x"

@@ -47,6 +47,7 @@ from offline_agent.grounding import YES_NO, Grounding
 from offline_agent.parse import StepParser, WordParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
 from offline_agent.steps import Action, Step, StepRecord, Trajectory, Usage
+from offline_agent.tools.documents import documents_of
 
 # The Thought of the first_search step.
 OPENING_THOUGHT = "First I search for the question itself."
@@ -364,8 +365,13 @@ class ReActAgent(Strategy):
             StepRunner.add_cost(record, result)
             return result.value
 
+        def find(name: str) -> str:
+            shown = source.open_found(name) if source is not None else None
+            return shown.text if shown is not None else ""
+
+        source = documents_of(self.tools)
         read = [step.observation for step in state.trajectory.steps if step.observation]
-        verdict = Support().verdict(question, answer, read, ask)
+        verdict = Support().verdict(question, answer, read, ask, find if source is not None else None)
         if not verdict.supported:
             self.details(record).refusal = RefusalDetails(f"unsupported ({verdict.reason})", answer)
         return not verdict.supported

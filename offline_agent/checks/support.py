@@ -8,7 +8,9 @@ makes the run abstain instead. Two tests, both about the question and what was r
 wording:
 - `named`: a name the question writes as a technical identifier (with an underscore inside, a dot and lower-case
   letters, lower-case letters then digits, an option `--name`, a call `name()`) that is in no Observation of the
-  run: the documents never mention what the question is about.
+  run, nor in what a search of the corpus for the name itself shows (where the run has a document source): the
+  documents never mention what the question is about. The search keeps a name that the run's snippets left out
+  (a sentence snippet shows the sentences best for the run's own query) from counting as unread.
 - `judged`: the model itself, in a call of its own under a yes/no grammar, reads the sentences read that hold the
   answer and says whether they answer this question, about the same thing it names; "no" is unsupported.
 
@@ -40,6 +42,8 @@ _IDENTIFIER = re.compile(
 
 # Asks the judge for one word: "yes" or "no".
 Ask = Callable[[str, str, WordParser], "str | None"]
+# What a search of the corpus for a name shows ("" where nothing).
+Find = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -94,10 +98,15 @@ class Support:
 
     name = "support"
 
-    def verdict(self, question: str, answer: str, read: Sequence[str], ask: Ask) -> SupportVerdict:
+    def verdict(
+        self, question: str, answer: str, read: Sequence[str], ask: Ask, find: Find | None = None
+    ) -> SupportVerdict:
         """Whether `answer` to `question` is supported by the Observations `read`; `ask` puts a yes/no question
-        to the model (system, user, parser) and returns its word, or None where it gave none (which stands)."""
+        to the model (system, user, parser) and returns its word, or None where it gave none (which stands);
+        `find` shows what a search of the corpus for a name finds (None: no search)."""
         unread = unread_names(question, "\n".join(read))
+        if find is not None:
+            unread = [name for name in unread if unread_names(name, find(name.removesuffix("()")))]
         if unread:
             return SupportVerdict(False, "named", unread[0])
         sentences = sentences_holding(answer, read)
