@@ -155,3 +155,43 @@ def test_a_name_the_snippets_left_out_but_a_search_for_it_finds_is_not_unread() 
     assert verdict.supported
     missing = Support().verdict("What does wal_level_x report?", "three", read, lambda *a: None, lambda name: "")
     assert not missing.supported and missing.detail == "wal_level_x"
+
+
+def test_eval_scores_abstentions_apart_and_the_crag_score(tmp_path) -> None:
+    from offline_agent.eval.datasets import load_dataset
+    from offline_agent.eval.scoring import result_row, summarize
+
+    path = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "a1", "question": "Where?", "answer": "Warsaw"},
+        {"id": "a2", "question": "Where else?", "answer": "Paris"},
+        {"id": "u1", "question": "Whose cat?", "answerable": False},
+        {"id": "u2", "question": "Which dog?", "answerable": False, "answer": "ignored"},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    records = list(load_dataset(path))
+    assert [record.answerable for record in records] == [True, True, False, False] and records[3].answer == ""
+
+    def run(answer: str | None, abstained: bool) -> Trajectory:
+        stop = "abstained" if abstained else "final"
+        return Trajectory(question="q", answer=answer, stop_reason=stop, abstained=abstained)
+
+    results = [
+        result_row(records[0], run("Warsaw", False)),
+        result_row(records[1], run(None, True)),
+        result_row(records[2], run(None, True)),
+        result_row(records[3], run("Rex", False)),
+    ]
+    assert [row["outcome"] for row in results] == ["right", "abstained", "abstained", "wrong"]
+    assert results[2]["em"] == 1.0 and results[3]["em"] == 0.0 and results[2]["gold"] is None
+    summary = summarize(results)["abstention"]
+    assert summary["answerable"] == {
+        "questions": 2,
+        "right": 1,
+        "abstained": 1,
+        "wrong": 0,
+        "none": 0,
+        "abstained_rate": 0.5,
+    }
+    assert summary["unanswerable"]["abstained"] == 1 and summary["unanswerable"]["wrong"] == 1
+    assert summary["crag_score"] == 0.0  # (1 right - 1 wrong) / 4
