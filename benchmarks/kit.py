@@ -25,6 +25,9 @@ PG_HTML = Path("/usr/share/doc/postgresql-doc-15/html")  # Debian's postgresql-d
 SCIFACT = DATA / "scifact"
 SAMPLE = ROOT / "corpora" / "sample"
 SAMPLE_QUESTIONS = SAMPLE / "questions.jsonl"
+# Questions whose answer the corpus does not hold (issue 74): the right outcome is an abstention.
+SAMPLE_UNANSWERABLE = SAMPLE / "unanswerable.jsonl"
+PG_UNANSWERABLE = ROOT / "benchmarks" / "answers" / "data" / "pgdocs_unanswerable.jsonl"
 
 # The three development corpora: name -> (questions, corpus); the PostgreSQL manual's corpus is an index, named
 # by the script that reads it.
@@ -57,9 +60,11 @@ __all__ = [
     "HOTPOT_POOL",
     "PG_HTML",
     "PG_QUESTIONS",
+    "PG_UNANSWERABLE",
     "ROOT",
     "SAMPLE",
     "SAMPLE_QUESTIONS",
+    "SAMPLE_UNANSWERABLE",
     "SCIFACT",
     "module_command",
     "holds",

@@ -7,7 +7,8 @@ What the spec controls:
   object constrained by a small JSON Schema (string, integer, number, boolean and enum properties);
 - whether a `Thought:` line comes first, whether `Action:` and/or `Final:` may follow (the last allowed step is
   Final only);
-- bounds on every free-text field, so a small model cannot run on until max_tokens.
+- bounds on every free-text field, so a small model cannot run on until max_tokens;
+- that a Final may always be the abstention `ABSTAIN` ("[not in the documents]"), beside a grounded span too.
 
 Besides the spec, `build_grammar` takes what one step of a run adds: a grounding (the spans a grounded Final may
 be) and spent calls (arguments a tool may not be called with again, left out of the decoder's grammars only).
@@ -47,6 +48,9 @@ _ACTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 FINAL = "Final"  # the "tool" of a move that ends the step with `Final:` instead of `Action:`
 PATH_PREFIX = "ActionPath: "
 PATH_ARROW = " -> "
+# The one form of "the documents do not say": a Final the grammar allows beside any answer, which the run records as
+# an abstention (no answer), never as an answer string. Brackets: no span of what was read begins with one.
+ABSTAIN = "[not in the documents]"
 _SCHEMA_TYPES = ("string", "integer", "number", "boolean")
 
 
@@ -97,6 +101,9 @@ class GrammarSpec:
     # The Final may only be a span of what the run has read, or yes/no (grounding.py): the GBNF is built from a
     # Grounding handed to build_grammar, the Lark grammar leaves the line free and the parser checks the span.
     grounded: bool = False
+    # Whether a grounded Final may also be ABSTAIN (a free Final line may always be): off for a call that must
+    # read an answer off one document (verify's read_off).
+    abstain: bool = True
 
     def __post_init__(self) -> None:
         names = [tool.name for tool in self.tools]
@@ -136,6 +143,7 @@ class GrammarSpec:
             action_path=self.action_path,
             next_actions=tuple(move for move in self.next_actions if move[1] == FINAL),
             grounded=self.grounded,
+            abstain=self.abstain,
         )
 
     @property
@@ -292,7 +300,9 @@ def _final_text(w: _Writer, spec: GrammarSpec, grounding: Grounding | None) -> s
         return w.terminal("final_text", f"[{_TEXT_FIRST}][{_TEXT_REST}]*", "")
     start, rules = grounding.gbnf_rules("span_" if w.is_lark else "span-")
     w.rules.extend(rules)
-    return start
+    if not spec.abstain:
+        return start
+    return w.rule("answer", f"{w.literal(ABSTAIN)} | {start}")
 
 
 def _render_moves(

@@ -4,7 +4,8 @@ private files (and ask the local agent about them) without the files leaving the
 `offline-agent mcp` serves over stdio only (no port is opened), with the official `mcp` SDK (the optional `mcp`
 extra). Three tools:
 - `search(query, k, index)`: ranked passages with title, source, score and text;
-- `ask(question, index)`: the agent answers with the session's model and strategy; the answer, the stop reason,
+- `ask(question, index)`: the agent answers with the session's model and strategy; the answer (or `abstained`:
+  the documents do not say), the stop reason,
   the passages the answer rests on (`sources`: file, heading path, line or page, sentence) and the whole
   trajectory come back;
 - `list_indexes()`: the indexes this server exposes, with their sizes.
@@ -182,6 +183,7 @@ class OfflineAgentTools:
             trajectory = attach_sources(session.ask(question, chosen.config), corpus)
         return {
             "answer": trajectory.answer,
+            "abstained": trajectory.abstained,  # the documents do not say: no answer, sources the nearest passages
             "stop_reason": trajectory.stop_reason,
             "index": name,
             "sources": trajectory.sources,
@@ -233,10 +235,11 @@ def build_server(tools: OfflineAgentTools) -> Any:
     def ask(question: str, index: str | None = None) -> dict[str, Any]:
         """Answer a question with the local agent, which searches a local index step by step.
 
-        Returns the answer (null when the agent stopped without one), the stop reason (final, max_steps,
-        timeout, error), the sources (the passages the answer was taken from: path, title, heading path, line or
-        page, and the sentence; empty when the answer is written in none of them) and the trajectory (every step:
-        thought, action, observation, final). The first call loads the model."""
+        Returns the answer (null when the agent stopped without one), `abstained` (true when the documents do not
+        say: the answer is null and the sources are the nearest passages found), the stop reason (final,
+        abstained, max_steps, timeout, error), the sources (the passages the answer was taken from: path, title,
+        heading path, line or page, and the sentence; empty when the answer is written in none of them) and the
+        trajectory (every step: thought, action, observation, final). The first call loads the model."""
         with tool_errors(ToolError, "ask"):
             return tools.ask(question, index)
 

@@ -30,6 +30,7 @@ from lark.exceptions import (
 
 from offline_agent.errors import GrammarError, StepParseError
 from offline_agent.grammar import (
+    ABSTAIN,
     FINAL,
     PATH_PREFIX,
     GbnfChecker,
@@ -175,7 +176,7 @@ class StepParser(_CheckedParser):
         """Parse one complete step; raise StepParseError (labelled, with position) if the grammar rejects it.
 
         For a grounded spec, `grounding` holds what the run has read: a Final that is not one of its spans (nor
-        yes/no) is rejected with the label `ungrounded`.
+        yes/no, nor the abstention ABSTAIN) is rejected with the label `ungrounded`.
         """
         if not text.strip():
             raise StepParseError("empty step: the model wrote nothing", label="empty", line=1, column=1)
@@ -189,7 +190,9 @@ class StepParser(_CheckedParser):
             if not isinstance(exc.orig_exc, _ArgumentError):
                 raise
             raise StepParseError(str(exc.orig_exc), label="bad_argument", line=1, column=1) from None
+        abstained = step.final == ABSTAIN and self.spec.abstain
         ungrounded = step.final is not None and grounding is not None and not grounding.accepts(step.final)
+        ungrounded = ungrounded and not abstained
         if self.spec.grounded and ungrounded:
             line = text[: text.find("Final:")].count("\n") + 1
             raise StepParseError(

@@ -10,8 +10,14 @@ holds it. Every passage that showed the answer is a source, in the order they we
 An answer written in no passage that was shown (taken from the question, a yes or no, or words of the model's own)
 has no source, and `find_sources` says so with an empty list rather than guess. Each source gives the file (or
 the record's document id), the document's title, the heading path, the line or PDF page, and the sentence that
-holds the answer. This is a pure function of the trajectory and the index the run searched; the CLI, the MCP
-server and the evaluation call it and show or store what it returns.
+holds the answer.
+
+A run that abstained (the documents do not say) has no answer to find: its sources are the nearest passages it
+found instead, the first `NEAREST` its searches showed (each search's best first, in the order searched), each with
+its opening sentence, so a user sees where the agent looked.
+
+This is a pure function of the trajectory and the index the run searched; the CLI, the MCP server and the
+evaluation call it and show or store what it returns.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from offline_agent.listing import entries
 from offline_agent.steps import Trajectory
 
 NOT_WRITTEN = "none: the answer is not written word for word in the passages the searches returned"
+ABSTAINED = "The documents do not say."  # what every surface shows for a run that abstained
+NEAREST = 3  # the passages an abstention shows
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,8 @@ class Source:
 def find_sources(trajectory: Trajectory, index: Any) -> list[Source]:
     """The passages the trajectory's answer was taken from (see the module's docstring); [] when it has no answer or
     the answer is not written in any passage the run was shown."""
+    if trajectory.abstained:
+        return nearest_passages(trajectory, index)
     answer = trajectory.answer
     if trajectory.stop_reason != "final" or not answer or not _words(answer):
         return []
@@ -70,6 +80,40 @@ def find_sources(trajectory: Trajectory, index: Any) -> list[Source]:
     return list(found.values())
 
 
+def nearest_passages(trajectory: Trajectory, index: Any, most: int = NEAREST) -> list[Source]:
+    """The first `most` passages the run's searches showed (a passage once), each with its opening sentence: what an
+    abstention shows of where the agent looked."""
+    from offline_agent.retrieval import split_sentences
+
+    found: dict[int, Source] = {}
+    ranked = [
+        (rank, step.index, passage_id)
+        for step in trajectory.steps
+        if step.details is not None and step.details.tool is not None and step.details.tool.ids
+        for rank, passage_id in enumerate(step.details.tool.ids)
+    ]
+    for _, step_index, passage_id in sorted(ranked):  # each search's best first, then each one's second, ...
+        if len(found) >= most or passage_id in found:
+            continue
+        try:
+            passage = index.passage(int(passage_id))
+        except KeyError:
+            continue
+        first = next(iter(split_sentences(passage.text)), (0, len(passage.text)))
+        found[passage_id] = Source(
+            passage_id=int(passage.id),
+            doc_id=passage.doc_id,
+            title=passage.title,
+            path=passage.source or passage.doc_id,
+            heading=tuple(getattr(passage, "heading", ())),
+            line=getattr(passage, "line", 0),
+            page=getattr(passage, "page", 0),
+            sentence=" ".join(passage.text[first[0] : first[1]].split()),
+            step=step_index + 1,
+        )
+    return list(found.values())
+
+
 def attach_sources(trajectory: Trajectory, index: Any) -> Trajectory:
     """Set `trajectory.sources` (JSON-ready) from `find_sources`; returns the trajectory."""
     trajectory.sources = [source.to_dict() for source in find_sources(trajectory, index)]
@@ -77,15 +121,19 @@ def attach_sources(trajectory: Trajectory, index: Any) -> Trajectory:
 
 
 def format_sources(trajectory: Trajectory) -> list[str]:
-    """The lines that tell a user what the answer rests on ([] for a run without an answer or without sources
-    found): each passage's file, place, heading path and the sentence holding the answer."""
+    """The lines that tell a user what the answer rests on, or for an abstention the nearest passages found ([]
+    for a run without an answer or without sources found): each passage's file, place, heading path and the
+    sentence holding the answer."""
     from offline_agent.retrieval.passages import passage_label
 
-    if trajectory.stop_reason != "final" or trajectory.answer is None or trajectory.sources is None:
+    if trajectory.abstained and trajectory.sources:
+        lines = ["Nearest passages found:"]
+    elif trajectory.stop_reason != "final" or trajectory.answer is None or trajectory.sources is None:
         return []
-    if not trajectory.sources:
+    elif not trajectory.sources:
         return [f"Sources: {NOT_WRITTEN}."]
-    lines = ["Sources:"]
+    else:
+        lines = ["Sources:"]
     for number, source in enumerate(trajectory.sources, 1):
         place = f"page {source['page']}" if source.get("page") else ""
         place = place or (f"line {source['line']}" if source.get("line") else "")

@@ -14,10 +14,12 @@ from typing import Any, Literal, TypeVar
 
 from offline_agent.details import StepDetails, details_type
 
-StopReason = Literal["final", "max_steps", "timeout", "error", "out_of_scope"]
+StopReason = Literal["final", "abstained", "max_steps", "timeout", "error", "out_of_scope"]
 # Why a run stopped. A strategy with a reason of its own adds it with add_stop_reason; the evaluation lists the
 # reasons in this order, unknown ones after.
-STOP_REASONS: list[str] = ["final", "max_steps", "timeout", "error", "out_of_scope"]
+# `abstained`: the run ended on "the documents do not say" (grammar.ABSTAIN, or a support check's "no"): no answer,
+# and `Trajectory.abstained` is true.
+STOP_REASONS: list[str] = ["final", "abstained", "max_steps", "timeout", "error", "out_of_scope"]
 
 D = TypeVar("D", bound=StepDetails)
 
@@ -187,6 +189,8 @@ class Trajectory:
     steps: list[StepRecord] = field(default_factory=list)
     answer: str | None = None
     stop_reason: str = "error"
+    # True when the run said the documents do not say (stop reason `abstained`): `answer` is then None.
+    abstained: bool = False
     error: str | None = None
     seconds: float = 0.0
     agent: str = "react"

@@ -225,3 +225,27 @@ def test_a_run_folder_from_before_the_controls_resumes_as_it_was(cli, tiny_corpu
     resumed = CliRunner().invoke(cli, args)
     assert resumed.exit_code == 0, resumed.output
     assert len((out / "results.jsonl").read_text().splitlines()) == 2
+
+
+def test_ask_that_abstains_says_so_shows_the_nearest_passages_and_exits_6(cli, tiny_corpus: Path, scripted) -> None:
+    from offline_agent.grammar import ABSTAIN
+
+    scripted.enqueue("Thought: a\nAction: search[Marie Curie cat]", f"Thought: b\nFinal: {ABSTAIN}")
+    args = ["ask", "What was the name of Marie Curie's cat?", "--corpus", str(tiny_corpus), *plain_flags()]
+    result = CliRunner().invoke(cli, args, prog_name="offline-agent")
+    assert result.exit_code == 6
+    lines = result.stdout.splitlines()
+    assert lines[0] == "The documents do not say." and "Nearest passages found:" in result.stdout
+    assert ABSTAIN not in result.stdout
+    scripted.enqueue("Thought: a\nAction: search[Marie Curie cat]", f"Thought: b\nFinal: {ABSTAIN}")
+    data = json.loads(CliRunner().invoke(cli, [*args, "--json"], prog_name="offline-agent").stdout)
+    assert data["abstained"] is True and data["answer"] is None and data["stop_reason"] == "abstained"
+    assert data["sources"]
+
+
+def test_chat_prints_the_abstention_as_its_answer(cli, tiny_corpus: Path, scripted: ScriptedBackend) -> None:
+    from offline_agent.grammar import ABSTAIN
+
+    scripted.enqueue(f"Thought: b\nFinal: {ABSTAIN}")
+    result = chat(cli, tiny_corpus, "What was the name of Marie Curie's cat?\n")
+    assert result.stdout.splitlines()[0].endswith("The documents do not say.")

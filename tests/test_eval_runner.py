@@ -97,7 +97,14 @@ def test_a_whole_run(questions: Path, tiny_corpus: Path, tmp_path: Path) -> None
     fmt = summary["format"]
     assert (fmt["steps"], fmt["rejected_steps"], fmt["format_error_runs"]) == (6, 1, 1)
     assert fmt["rejected_step_rate"] == approx(1 / 6) and fmt["format_error_run_rate"] == approx(1 / 3)
-    assert summary["stop_reasons"] == {"final": 2, "max_steps": 0, "timeout": 0, "error": 1, "out_of_scope": 0}
+    assert summary["stop_reasons"] == {
+        "final": 2,
+        "abstained": 0,
+        "max_steps": 0,
+        "timeout": 0,
+        "error": 1,
+        "out_of_scope": 0,
+    }
     assert summary["steps_per_question"]["mean"] == approx(2.0)
     assert summary["tokens"]["prompt"] > 0 and summary["tokens"]["generated"] > 0
     assert summary["by_type"]["bridge"]["questions"] == 2 and summary["by_type"]["comparison"]["em"] == 0.0

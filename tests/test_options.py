@@ -138,7 +138,8 @@ def test_values_parse_by_the_options_type(key: str, text: str, value: object) ->
             "unknown option 'read_hops' for strategy verify; choose from ['answer_form', 'exclude_refused', "
             "'first_search', 'fresh_calls', 'grounded', 'links', 'min_searches', 'observation_tokens', 'read_hop', "
             "'search_after_refusal', 'search_k', 'search_with_question', 'section_defaults', 'section_sentences', "
-            "'section_sentences_after', 'sentences', 'sentences_after', 'snippet', 'title_boost', 'without']",
+            "'section_sentences_after', 'sentences', 'sentences_after', 'snippet', 'support_check', 'title_boost', "
+            "'without']",
         ),
         ("react", ["read_hop=false"], "unknown option 'read_hop' for strategy react; choose from ['answer_form', "),
         (

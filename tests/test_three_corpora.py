@@ -61,3 +61,32 @@ def test_ids_that_leave_a_run_no_question_leave_it_out(tmp_path: Path) -> None:
     subset = three_corpora.questions("sample", tmp_path, {first["id"], "pg001"})
     assert subset is not None and [json.loads(line) for line in subset.read_text().splitlines()] == [first]
     assert three_corpora.questions("sample", tmp_path, {"pg001"}) is None
+
+
+def test_the_unanswerable_questions_run_beside_the_answerable_ones(tmp_path: Path) -> None:
+    from benchmarks.answers import three_corpora
+
+    both = three_corpora.questions("sample", tmp_path, None, unanswerable=True)
+    assert both is not None
+    rows = [json.loads(line) for line in both.read_text().splitlines()]
+    unanswerable = [row for row in rows if row.get("answerable") is False]
+    assert len(unanswerable) >= 20 and len(rows) - len(unanswerable) == 87
+    only = three_corpora.questions("sample", tmp_path, {"su01", "s001"}, unanswerable=True)
+    assert only is not None and [json.loads(line)["id"] for line in only.read_text().splitlines()] == ["s001", "su01"]
+
+
+def test_the_table_reports_right_abstained_and_wrong_of_each_kind() -> None:
+    from benchmarks.answers import three_corpora
+    from offline_agent.eval.scoring import abstention_summary
+
+    rows = [
+        {"id": "a", "answerable": True, "outcome": "right"},
+        {"id": "b", "answerable": True, "outcome": "wrong"},
+        {"id": "c", "answerable": False, "outcome": "abstained", "abstained": True},
+        {"id": "d", "answerable": False, "outcome": "wrong"},
+    ]
+    summary = abstention_summary(rows)
+    assert summary["answerable"]["right"] == 1 and summary["unanswerable"]["abstained"] == 1
+    assert summary["crag_score"] == -0.25  # (1 right - 2 wrong) / 4
+    table = three_corpora.abstention_table({"sample": rows})
+    assert "| sample | 1 / 0 / 1 / 0 of 2 | 0.0% | 0 / 1 / 1 / 0 of 2 | 50.0% | -25.0% |" in table

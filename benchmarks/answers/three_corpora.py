@@ -1,7 +1,7 @@
 """The three development corpora, run and compared together, as every change that touches answers is measured.
 
     python -m benchmarks.answers.three_corpora run SET [--code DIR] [--only NAMES] [--ids FILE] [--split test|tune]
-                                                 [--agent NAME] [-o KEY=VALUE ...]
+                                                 [--agent NAME] [--unanswerable] [-o KEY=VALUE ...]
     python -m benchmarks.answers.three_corpora table SET [--over BASE_SET] [--split test|tune]
     python -m benchmarks.answers.three_corpora diff BASE_SET NEW_SET
 
@@ -17,12 +17,16 @@ Debian's postgresql-doc-15, which `scripts/install.sh --test` installs); and `sa
   questions (a run left with none is not started), for a rerun spliced over a whole set with `table --over`.
   `-o KEY=VALUE` (repeatable) gives every eval a strategy option (`-o without=sides`: the checks left out);
   `--agent rag` runs plain retrieval, the baseline every figure is reported beside; `--split test` runs only the
-  frozen test split (splits.py), `--split tune` the rest.
+  frozen test split (splits.py), `--split tune` the rest. `--unanswerable` adds to `pg` and `sample` the questions
+  their corpus cannot answer (issue 74: benchmarks/answers/data/pgdocs_unanswerable.jsonl, corpora/sample/
+  unanswerable.jsonl; `--ids` and `--split` choose among them too), so one run measures both ways.
 - `table` prints, per corpus, what the issue's tables report: EM, F1, EM by type, runs with a format error, steps,
   searches and prompt tokens a question (not cached in brackets), and the share of answered bridge questions that
   made one search; `--split` keeps one split's questions. With `--over BASE_SET`, each of SET's questions replaces
   BASE_SET's row of the same id and the rest are BASE_SET's: the figures of a whole run, where a change can only
-  have reached the questions rerun (a run at `--threads 1` is deterministic on one machine).
+  have reached the questions rerun (a run at `--threads 1` is deterministic on one machine). Under it, per corpus,
+  answered right / abstained / wrong for answerable and unanswerable questions apart, and the CRAG-style score
+  (right - wrong over all questions).
 - `diff` prints, per corpus, the questions in both sets, how many turned right and wrong, and how many took the same
   path (every step's thought, tool call, Observation and Final, and the answer with its sources, as before: what a
   change meant to leave answers alone must show), then lists those whose exact match differs (id, gold, the two
@@ -43,11 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.answers import splits
-from benchmarks.kit import DATA, PG_HTML, PG_QUESTIONS, SAMPLE, SAMPLE_QUESTIONS
+from benchmarks.kit import DATA, PG_HTML, PG_QUESTIONS, PG_UNANSWERABLE, SAMPLE, SAMPLE_QUESTIONS, SAMPLE_UNANSWERABLE
 from benchmarks.kit import HOTPOT_DEV as DEV200
 from benchmarks.kit import HOTPOT_POOL as POOL
 from offline_agent.eval.results import RunFolder
-from offline_agent.eval.scoring import summarize
+from offline_agent.eval.scoring import abstention_summary, summarize
 from offline_agent.retrieval.catalog import index_path
 from offline_agent.retrieval.storage import is_index_dir
 
@@ -56,9 +60,9 @@ CORPORA = {"dev200": ("deva", "devb"), "PostgreSQL": ("pg",), "sample": ("sample
 OFFLINE_AGENT = Path(sys.executable).with_name("offline-agent")
 
 
-def questions(name: str, folder: Path, ids: set[str] | None) -> Path | None:
-    """The questions file of run `name`, written under `folder` (the dev halves, or a subset by id); None where the
-    ids leave none of its questions."""
+def questions(name: str, folder: Path, ids: set[str] | None, unanswerable: bool = False) -> Path | None:
+    """The questions file of run `name`, written under `folder` (the dev halves, or a subset by id, or with the
+    questions its corpus cannot answer added); None where the ids leave none of its questions."""
     if name in ("deva", "devb"):
         rows = json.loads(DEV200.read_text())
         rows = rows[:100] if name == "deva" else rows[100:]
@@ -67,9 +71,12 @@ def questions(name: str, folder: Path, ids: set[str] | None) -> Path | None:
         path.write_text(json.dumps(rows))
         return path if rows else None
     source = PG_QUESTIONS if name == "pg" else SAMPLE_QUESTIONS
-    if ids is None:
+    if ids is None and not unanswerable:
         return source
-    lines = [line for line in source.read_text().splitlines() if line.strip() and json.loads(line)["id"] in ids]
+    lines = source.read_text().splitlines()
+    if unanswerable:
+        lines += (PG_UNANSWERABLE if name == "pg" else SAMPLE_UNANSWERABLE).read_text().splitlines()
+    lines = [line for line in lines if line.strip() and (ids is None or json.loads(line)["id"] in ids)]
     path = folder / f"{name}.jsonl"
     path.write_text("".join(f"{line}\n" for line in lines))
     return path if lines else None
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if "pg" in names and not is_index_dir(index_path(args.pgdocs_index)):
         subprocess.run([str(OFFLINE_AGENT), "index", str(PG_HTML), "--name", args.pgdocs_index], check=True)
     env = dict(os.environ, **({"PYTHONPATH": str(args.code.resolve())} if args.code else {}))
-    datasets = {name: questions(name, out / "questions", ids) for name in names}
+    datasets = {name: questions(name, out / "questions", ids, args.unanswerable) for name in names}
     names = [name for name in names if datasets[name] is not None]  # --ids may leave a run no question
     for pair in (names[i : i + 2] for i in range(0, len(names), 2)):
         running, logs = [], []
@@ -172,7 +179,30 @@ def table(args: argparse.Namespace) -> int:
             f"{tokens['prompt_per_question']:,.0f}{fresh}",
         ]
         print(f"| {' | '.join(cells)} |")
+    print()
+    print(abstention_table(found))
     return 0
+
+
+def abstention_table(found: dict[str, list[dict[str, Any]]]) -> str:
+    """Per corpus: right / abstained / wrong (/ no answer) of the answerable and the unanswerable questions, the
+    share of each abstained on, and the CRAG-style score (right - wrong over all)."""
+    lines = [
+        "| corpus | answerable: right / abstained / wrong / none | abstained | unanswerable: right / abstained / "
+        "wrong / none | abstained | CRAG score |",
+        "|---|---|---|---|---|---|",
+    ]
+    for corpus, rows in found.items():
+        parts = abstention_summary(rows)
+        cells = [corpus]
+        for kind in ("answerable", "unanswerable"):
+            part = parts[kind]
+            counts = " / ".join(str(part[key]) for key in ("right", "abstained", "wrong", "none"))
+            rate = part["abstained_rate"]
+            cells += [f"{counts} of {part['questions']}", "n/a" if rate is None else f"{100 * rate:.1f}%"]
+        cells.append(f"{100 * parts['crag_score']:.1f}%")
+        lines.append(f"| {' | '.join(cells)} |")
+    return "\n".join(lines)
 
 
 def path(row: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -210,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     runner.add_argument("--pgdocs-index", default="pgdocs", help="the manual's index (built where missing)")
     runner.add_argument("--agent", help="the strategy every eval runs (default: the default; rag: plain retrieval)")
     runner.add_argument("--split", choices=("test", "tune"), help="run only the frozen test split, or the tuning split")
+    runner.add_argument(
+        "--unanswerable", action="store_true", help="add the questions the manual and the sample cannot answer"
+    )
     runner.add_argument(
         "-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="a strategy option for every eval"
     )

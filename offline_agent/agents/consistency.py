@@ -6,8 +6,9 @@ cost. Run 1 is the configured run (greedy by default), so `samples=1` is exactly
 sample at SAMPLE_TEMPERATURE (or the configured temperature when it is higher) with their own seeds.
 
 The vote: answers are compared after HotpotQA's normalisation (case, punctuation, articles); a run without an
-answer does not vote. The most frequent answer wins; a tie goes to the answer of the earliest run among the tied
-ones (so run 1, the greedy one, breaks ties). The winning answer is written as the earliest run wrote it.
+answer does not vote; an abstention ("the documents do not say") votes as one answer of its own. The most
+frequent answer wins; a tie goes to the answer of the earliest run among the tied ones (so run 1, the greedy one,
+breaks ties). The winning answer is written as the earliest run wrote it.
 
 The result is one Trajectory: the answer and stop reason of the vote, every run's steps in order (each step's
 `details.sample` says which run it belongs to, so costs, titles seen and timings count every run), and
@@ -23,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from offline_agent.details import details_type
+from offline_agent.grammar import ABSTAIN
 from offline_agent.steps import Trajectory, Turn
 
 SAMPLE_TEMPERATURE = 0.7
@@ -67,7 +69,8 @@ def run_samples(
         for step in trajectory.steps:
             step.ensure_details(kind).sample = number
         runs.append(trajectory)
-    winner, counts = vote([t.answer for t in runs])
+    # An abstention votes as an answer of its own: most runs saying the documents do not say is an abstention.
+    winner, counts = vote([ABSTAIN if t.abstained else t.answer for t in runs])
     chosen = runs[winner] if winner is not None else runs[0]
     merged = replace(
         chosen,

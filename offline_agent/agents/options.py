@@ -153,6 +153,9 @@ class StrategyOptions:
     answer_form: bool = option(
         False, "With grounded: the Final takes the form the question asks for (yes/no, one of 'A or B', a span read)."
     )
+    support_check: bool = option(
+        False, "Abstain (the documents do not say) where what was read does not support the Final (checks/support.py)."
+    )
     search_k: int = option(3, "Passages per search.", low=1, high=20)
     snippet: str = option(
         "head",

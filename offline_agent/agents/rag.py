@@ -11,8 +11,9 @@ The run is two steps of react's loop (react.py) with no choice in the first:
   strategy; with `grounded` (the `answer` profile) the Final is a span of the question or of those passages, in the
   form the question asks for (yes/no, one of "A or B").
 The answer's sources are the passages of that one search, as for any run. What a search shows is the strategy's
-own (its options' defaults); a profile chooses only whether the Final is grounded and takes the form asked
-(`profile_options`), so `--agent rag` under the default profile is still plain retrieval. `-o` changes either.
+own (its options' defaults); a profile chooses only whether the Final is grounded, takes the form asked and is
+checked for support (`profile_options`), so `--agent rag` under the default profile is still plain retrieval.
+`-o` changes either.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class RagAgent(ReActAgent):
     required_tools = ("search",)
     options_type: ClassVar[type[StrategyOptions]] = RagOptions
     options: RagOptions  # type: ignore[assignment]
-    profile_options = frozenset({"grounded", "answer_form"})
+    profile_options = frozenset({"grounded", "answer_form", "support_check"})
 
     @property
     def grammar_sha256(self) -> str:

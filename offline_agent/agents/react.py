@@ -37,14 +37,17 @@ from typing import ClassVar
 from offline_agent import injection
 from offline_agent.agents.base import RunState, Strategy, call_key
 from offline_agent.agents.options import ReActOptions, StrategyOptions
-from offline_agent.agents.step_runner import TurnResult
-from offline_agent.answer_form import AnswerForm
+from offline_agent.agents.step_runner import StepRunner, TurnResult
+from offline_agent.answer_form import AnswerForm, answer_form
+from offline_agent.backends.base import aside
+from offline_agent.checks.support import Support
 from offline_agent.details import GroundingDetails, RefusalDetails, ToolDetails
-from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
-from offline_agent.grounding import Grounding
-from offline_agent.parse import StepParser, parser_for
+from offline_agent.grammar import ABSTAIN, GrammarSpec, StepGrammar, build_grammar
+from offline_agent.grounding import YES_NO, Grounding
+from offline_agent.parse import StepParser, WordParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
 from offline_agent.steps import Action, Step, StepRecord, Trajectory, Usage
+from offline_agent.tools.documents import documents_of
 
 # The Thought of the first_search step.
 OPENING_THOUGHT = "First I search for the question itself."
@@ -194,13 +197,21 @@ class ReActAgent(Strategy):
             if step is None:
                 self.step_done(record)
                 return
+            if step.is_final and step.final == ABSTAIN:  # "the documents do not say": nothing to check
+                record.final = ABSTAIN
+                state.abstain()
+                self.step_done(record)
+                return
             if step.is_final:
                 assert step.final is not None
                 refusal = self.dictated(state, record, step)
                 refusal = refusal or (None if final_only else self.check_final(state, record, step, turn))
                 if refusal is None:
                     record.final = self.final_answer(state, record, step)
-                    state.finish(record.final)
+                    if self.unsupported(state, record, record.final):
+                        state.abstain()  # the step keeps the answer it proposed; the run gives none
+                    else:
+                        state.finish(record.final)
                     self.step_done(record)
                     return
                 self.refuse_final(state, record, step, refusal)
@@ -336,6 +347,34 @@ class ReActAgent(Strategy):
         strategy may write it out in the form the question asks for (agents/verify.py: a date in full)."""
         assert step.final is not None
         return step.final
+
+    def unsupported(self, state: LoopState, record: StepRecord, answer: str) -> bool:
+        """With the support_check option, whether what the run has read does not support `answer` to an open
+        question (checks/support.py); the verdict is recorded on the step as a refusal `unsupported (why)`, and
+        the judge's model call is booked on it."""
+        question = state.trajectory.question
+        if not self.options.support_check or answer.strip() in YES_NO:
+            return False
+        if (state.form or answer_form(question)).kind != "open":
+            return False
+
+        def ask(system: str, user: str, words: WordParser) -> str | None:
+            prompt = self.prompt_prefix(PromptParts(system=system, user=user))
+            with aside(self.backend):  # the run's own prompt stays in the cache
+                result = self.runner.word(state, prompt, words, seed=self.config.seed)
+            StepRunner.add_cost(record, result)
+            return result.value
+
+        def find(name: str) -> str:
+            shown = source.open_found(name) if source is not None else None
+            return shown.text if shown is not None else ""
+
+        source = documents_of(self.tools)
+        read = [step.observation for step in state.trajectory.steps if step.observation]
+        verdict = Support().verdict(question, answer, read, ask, find if source is not None else None)
+        if not verdict.supported:
+            self.details(record).refusal = RefusalDetails(f"unsupported ({verdict.reason})", answer)
+        return not verdict.supported
 
     def refuse_final(self, state: LoopState, record: StepRecord, step: Step, observation: str) -> None:
         """Record a refused Final: the step keeps its text, the refusal is its Observation, and the run goes on."""

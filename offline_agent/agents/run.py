@@ -21,6 +21,7 @@ from typing import Any
 
 from offline_agent.backends.registry import MAX_SEED
 from offline_agent.errors import ConfigError
+from offline_agent.grammar import ABSTAIN
 from offline_agent.steps import STOP_REASONS, StepRecord, Trajectory
 
 # "generate": the last allowed step may only be Final; "force": it is an ordinary step, and a run that reaches
@@ -104,9 +105,19 @@ class RunState:
         self.stopped = True
 
     def finish(self, answer: str, reason: str = "final") -> None:
-        """End the run with `answer` (stop reason `final`, or another a strategy added, e.g. a refusal's)."""
+        """End the run with `answer` (stop reason `final`, or another a strategy added, e.g. a refusal's); the
+        abstention grammar.ABSTAIN ends it with no answer, stop reason `abstained` (`abstain`)."""
+        if answer.strip() == ABSTAIN:
+            self.abstain()
+            return
         self.stop(reason)
         self.trajectory.answer = answer
+
+    def abstain(self) -> None:
+        """End the run saying the documents do not say: no answer, `abstained` true."""
+        self.stop("abstained")
+        self.trajectory.answer = None
+        self.trajectory.abstained = True
 
     def out_of_time(self) -> bool:
         """True (and stop reason timeout) once the run's deadline has passed."""

@@ -4,7 +4,9 @@ A profile names a strategy and values for its options; the options it does not n
 defaults, so each default lives in one place (the strategy's options dataclass, options.py). Two ship:
 - `answer`: the product's defaults, what `ask`, `chat`, `eval` and `mcp` run when the user names nothing else:
   the verify strategy, grounded Finals in the form the question asks for, and evidence a 1.5B model can read
-  (best sentences of 4 passages and the documents they name). These measured best on HotpotQA dev.
+  (best sentences of 4 passages and the documents they name). The support check (an abstention where what was
+  read does not support the Final) is not in it yet: `-o support_check=true` until it is measured to pay. These
+  measured best on HotpotQA dev.
 - `plain`: every option at its default: react's loop, nothing checked, passage heads (what the scripted tests
   and the recorded runs pin).
 A profile's values apply to the options the chosen strategy has (the `answer` profile with `--agent react` is

@@ -195,7 +195,7 @@ class VerifyAgent(ReActAgent):
             grounding.exclude(refused)
         if grounding.is_empty:
             return None
-        spec = GrammarSpec(thought=False, allow_action=False, grounded=True)
+        spec = GrammarSpec(thought=False, allow_action=False, grounded=True, abstain=False)
         prompt = self.prompt_prefix(PromptParts(system=system, user=user))
         with aside(self.backend):
             result = self.runner.turn(

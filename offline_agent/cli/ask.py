@@ -18,7 +18,7 @@ from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.cli.sections import OUTPUT, place
 from offline_agent.errors import ConfigError, OfflineAgentError
 from offline_agent.outputs import append_line, check_writable_file, describe_write_error
-from offline_agent.sources import attach_sources, format_sources
+from offline_agent.sources import ABSTAINED, attach_sources, format_sources
 from offline_agent.steps import Action, StepRecord, Trajectory
 from offline_agent.terminal import shown, shown_name
 
@@ -28,6 +28,7 @@ EXIT_NO_ANSWER = 3
 # The run finished and its answer (if any) was printed, but the trace file could not be written.
 EXIT_TRACE_FAILED = 4
 EXIT_OUT_OF_SCOPE = 5  # the question is outside the corpus's scope: the refusal is printed as the answer
+EXIT_ABSTAINED = 6  # the documents do not say: that sentence and the nearest passages found are printed
 
 
 class LiveView:
@@ -157,7 +158,8 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
     options are set with -o KEY=VALUE (see --help-options, or `offline-agent strategies`). Exit status: 0
     answered, 1 error, 2 bad usage, 3 the agent stopped without an answer (max steps, timeout, or a step the
     parser rejected), 4 the answer was printed but the --trace file could not be written, 5 the question is
-    outside the corpus's scope (--scope; the refusal is printed as the answer).
+    outside the corpus's scope (--scope; the refusal is printed as the answer), 6 the documents do not say
+    (the agent abstained: that sentence and the nearest passages it found are printed).
     """
     started = time.monotonic()
     question = incoming.clean(question, "the question")
@@ -187,11 +189,12 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
 
 
 def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, capabilities: Any = None) -> None:
-    """Print the answer (or the JSON trajectory) on stdout and exit 3 when there is no answer."""
+    """Print the answer (or the JSON trajectory) on stdout; exit 3 when there is no answer, 6 when the run
+    abstained (the documents do not say)."""
     if as_json:
         click.echo(jsonio.dumps(trajectory.to_dict()))
-    elif trajectory.answer is not None:
-        click.echo(shown(trajectory.answer, one_line=True))
+    elif trajectory.answer is not None or trajectory.abstained:
+        click.echo(ABSTAINED if trajectory.abstained else shown(trajectory.answer or "", one_line=True))
         sources = format_sources(trajectory)
         if sources:
             click.echo("\n" + "\n".join(shown_name(line) for line in sources))  # paths: never cut
@@ -199,6 +202,8 @@ def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, cap
         click.echo("\n" + stop_line(trajectory, capabilities), err=True)
     if trajectory.stop_reason == "out_of_scope":
         raise SystemExit(EXIT_OUT_OF_SCOPE)
+    if trajectory.abstained:
+        raise SystemExit(EXIT_ABSTAINED)
     if trajectory.stop_reason != "final":
         click.echo(no_answer_line(trajectory), err=True)
         raise SystemExit(EXIT_NO_ANSWER)
@@ -225,6 +230,7 @@ COMMANDS = [ask]
 
 __all__ = [
     "COMMANDS",
+    "EXIT_ABSTAINED",
     "EXIT_TRACE_FAILED",
     "LiveView",
     "OfflineAgentError",

@@ -35,7 +35,7 @@ from offline_agent.cli.sections import OUTPUT, place
 from offline_agent.errors import OfflineAgentError
 from offline_agent.outputs import check_writable_file
 from offline_agent.runner import check_question_length
-from offline_agent.sources import attach_sources, format_sources
+from offline_agent.sources import ABSTAINED, attach_sources, format_sources
 from offline_agent.steps import Trajectory, Turn
 from offline_agent.terminal import shown
 
@@ -133,7 +133,8 @@ class ChatLoop:
         if self.as_json:
             click.echo(jsonio.dumps(trajectory.to_dict()))
         else:
-            click.echo(shown(trajectory.answer, one_line=True) if trajectory.answer is not None else "")
+            answer = ABSTAINED if trajectory.abstained else trajectory.answer
+            click.echo(shown(answer, one_line=True) if answer is not None else "")
             if not self.quiet:  # stdout holds one line per answer: the sources go with the steps, on stderr
                 for line in format_sources(trajectory):
                     click.echo(shown(line, one_line=True), err=True)
@@ -142,7 +143,7 @@ class ChatLoop:
                 "\n" + stop_line(trajectory, getattr(getattr(self.session, "backend", None), "capabilities", None)),
                 err=True,
             )
-        if trajectory.stop_reason != "final":
+        if trajectory.stop_reason not in ("final", "abstained"):
             click.echo(no_answer_line(trajectory), err=True)
         # After the answer, so a trace that cannot be written never hides it; the chat goes on.
         if not write_trace_or_report(self.trace, trajectory):

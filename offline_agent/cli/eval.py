@@ -130,9 +130,24 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_num(tokens['prompt_per_question'])} (cached {_num(tokens['cached_per_question'])}) "
         f"generated {_num(tokens['generated_per_question'])}",
         f"stop reasons: {stops or 'none'}",
+        *_abstention_lines(summary),
         *_type_lines(summary),
         *check_lines,
     ]
+
+
+def _abstention_lines(summary: dict[str, Any]) -> list[str]:
+    """Right / abstained / wrong / no answer for answerable and unanswerable questions apart, and the CRAG score."""
+    parts = summary.get("abstention")
+    if not parts:
+        return []
+    kinds = [
+        f"{kind} {part['questions']}: right {part['right']}, abstained {part['abstained']} "
+        f"({_pct(part['abstained_rate'])}%), wrong {part['wrong']}, no answer {part['none']}"
+        for kind, part in ((kind, parts[kind]) for kind in ("answerable", "unanswerable"))
+        if part["questions"]
+    ]
+    return [f"{'; '.join(kinds)}; CRAG score {_pct(parts['crag_score'])}%"]
 
 
 def _type_lines(summary: dict[str, Any]) -> list[str]:

@@ -7,7 +7,11 @@ Two formats, told apart by content (not by file name):
   questions of corpora/sample). `answers` lists every accepted variant of the answer (the answer among them or
   not); an answer is scored against its best-matching variant. A JSON list of such records is read the same way.
 
-Every record needs an id (resume matches on it), a question and an answer; ids must be unique. Anything else is
+A JSONL record with `"answerable": false` is a question whose answer the corpus does not hold: it has no answer
+(an `answer` it gives is ignored), and the right outcome is an abstention ("the documents do not say").
+
+Every record needs an id (resume matches on it), a question and an answer (unless it is unanswerable); ids must be
+unique. Anything else is
 refused with a DatasetError naming the file and the record, before a model is loaded. The file's sha256 is
 kept so a run folder can tell that its dataset changed.
 """
@@ -52,6 +56,8 @@ class QARecord:
     level: str | None = None
     context: tuple[Paragraph, ...] = ()
     supporting_facts: tuple[tuple[str, int], ...] = ()  # HotpotQA's (title, sentence id) pairs, as in the file
+    # False: the corpus does not hold the answer (`answer` is ""): the right outcome is an abstention.
+    answerable: bool = True
 
 
 @dataclass
@@ -172,12 +178,16 @@ def _record(path: Path, where: str, row: Any) -> QARecord:
     question = row.get("question")
     if not isinstance(question, str) or not question.strip():
         raise DatasetError(f"{path}: {where} (id {rid!r}) has no question")
-    answer = row.get("answer")
+    answerable = row.get("answerable", True)
+    if not isinstance(answerable, bool):
+        raise DatasetError(f"{path}: {where} (id {rid!r}): answerable must be true or false")
+    answer = row.get("answer") if answerable else ""
     if isinstance(answer, (int, float)) and not isinstance(answer, bool):
         answer = str(answer)
-    if not isinstance(answer, str) or not answer.strip():
+    if answerable and (not isinstance(answer, str) or not answer.strip()):
         raise DatasetError(f"{path}: {where} (id {rid!r}) has no answer")
-    answers = _variants(path, where, rid, answer.strip(), row.get("answers"))
+    assert isinstance(answer, str)
+    answers = _variants(path, where, rid, answer.strip(), row.get("answers")) if answerable else ()
     context = _context(path, where, row.get("context"))
     facts = _facts(path, where, row["supporting_facts"]) if row.get("supporting_facts") is not None else ()
     supporting = row.get("supporting_titles")
@@ -197,6 +207,7 @@ def _record(path: Path, where: str, row: Any) -> QARecord:
         level=_optional_text(row.get("level")),
         context=context,
         supporting_facts=facts,
+        answerable=answerable,
     )
 
 

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from offline_agent._version import __version__
-from offline_agent.eval.report import RunData, breakdown_table, comparison_table, stop_table
+from offline_agent.eval.report import RunData, abstention_table, breakdown_table, comparison_table, stop_table
 from offline_agent.eval.results import ResultsError
+from offline_agent.eval.scoring import row_outcome
 
 _ASSETS = Path(__file__).resolve().parent / "report_assets"
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -99,6 +100,7 @@ def report_data(runs: Sequence[RunData]) -> dict[str, Any]:
                     "em": row.get("em", 0.0),
                     "f1": row.get("f1", 0.0),
                     "stop": row.get("stop_reason"),
+                    "o": row_outcome(row),  # right, abstained, wrong or none (scoring.outcome)
                     "steps": row.get("steps", 0),
                     "s": round(float(row.get("seconds") or 0.0), 3),
                     "tok": [row.get("prompt_tokens", 0), row.get("cached_tokens", 0), row.get("generated_tokens", 0)],
@@ -154,6 +156,13 @@ def _overview(runs: Sequence[RunData], images: Sequence[tuple[str, bytes]], note
         if rows:
             parts += [f"<h2>{title}</h2>", _table(header, rows)]
     parts += ["<h2>Stop reasons</h2>", _table(*stop_table(runs))]
+    header, rows = abstention_table(runs)
+    parts += ["<h2>Right, abstained, wrong</h2>", _table(header, rows)]
+    parts.append(
+        '<p class="note">Per run, answerable and unanswerable questions apart: answered right (EM 1), '
+        "abstained (the documents do not say), answered wrong (every answer to an unanswerable question), no answer "
+        "(max steps, time, error). CRAG score: (right - wrong) / all questions of the run.</p>"
+    )
     if images:
         parts.append('<h2>Plots</h2><div class="plots">')
         for name, data in images:
@@ -185,8 +194,8 @@ _FILTERS = """
   <label>Run <select id="filter-run"><option value="">all</option></select></label>
   <label>Type <select id="filter-type"><option value="">all</option></select></label>
   <label>Level <select id="filter-level"><option value="">all</option></select></label>
-  <label>Answer <select id="filter-outcome"><option value="">all</option><option value="right">right (EM 1)</option>
-    <option value="wrong">wrong (EM 0)</option></select></label>
+  <label>Answer <select id="filter-outcome"><option value="">all</option><option value="right">right</option>
+    <option value="wrong">wrong or none</option><option value="abstained">abstained</option></select></label>
   <label>Stop reason <select id="filter-stop"><option value="">all</option></select></label>
   <input id="filter-text" type="search" placeholder="Search question, gold, prediction, id" aria-label="Search">
   <span id="row-count"></span>

@@ -14,6 +14,7 @@ from typing import Any
 
 from offline_agent.eval.results import ResultsError
 from offline_agent.eval.run_data import RunData, load_run, unique_names
+from offline_agent.eval.scoring import abstention_summary
 
 # (column title, how to get the cell from a run's summary)
 _COLUMNS: tuple[tuple[str, str], ...] = (
@@ -101,6 +102,24 @@ def stop_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def abstention_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
+    """Per run and kind of question (answerable, unanswerable): N, right, abstained, wrong, no answer, the share
+    abstained (%), and the run's CRAG score (right - wrong over all, %) on its first row."""
+    header = ["Run", "Questions", "N", "Right", "Abstained", "Wrong", "No answer", "Abstained %", "CRAG score %"]
+    rows = []
+    for run in runs:
+        summary = run.summary.get("abstention") or abstention_summary(run.rows)
+        score = _cell(summary["crag_score"], True)
+        for kind in ("answerable", "unanswerable"):
+            part = summary[kind]
+            if not part["questions"]:
+                continue
+            counts = [str(part[name]) for name in ("questions", "right", "abstained", "wrong", "none")]
+            rows.append([run.name, kind, *counts, _cell(part["abstained_rate"], True), score])
+            score = ""  # the run's score once, on its first row
+    return header, rows
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub-flavoured Markdown table; text columns left-aligned, number columns right-aligned."""
 
@@ -145,6 +164,8 @@ def render_markdown(runs: Sequence[RunData], plots: Sequence[Path], notes: Seque
         if rows:
             parts += [f"## {title}", "", markdown_table(header, rows), ""]
     parts += ["## Stop reasons", "", markdown_table(*stop_table(runs)), ""]
+    parts += ["## Right, abstained, wrong (CRAG score: right - wrong over all)", ""]
+    parts += [markdown_table(*abstention_table(runs)), ""]
     parts += ["## Runs", ""]
     for run in runs:
         config = run.config
@@ -201,6 +222,7 @@ __all__ = [
     "markdown_table",
     "render_markdown",
     "stop_table",
+    "abstention_table",
     "unique_names",
     "write_report",
 ]

@@ -80,13 +80,21 @@ def result_row(
     usage = trajectory.usage
     rejected = sum(step.parse_error is not None for step in steps)
     format_error = trajectory.stop_reason == "error" and bool(steps) and steps[-1].parse_error is not None
+    if record.answerable:
+        em = max(exact_match(trajectory.answer, gold) for gold in record.answers or (record.answer,))
+        f1 = round(max(f1_score(trajectory.answer, gold) for gold in record.answers or (record.answer,)), 6)
+    else:  # the gold is no answer: an abstention matches it exactly, anything else not at all
+        em = f1 = 1.0 if trajectory.abstained else 0.0
     return {
         "id": record.id,
         "question": record.question,
-        "gold": record.answer,
+        "gold": record.answer if record.answerable else None,
         "prediction": trajectory.answer,
-        "em": max(exact_match(trajectory.answer, gold) for gold in record.answers or (record.answer,)),
-        "f1": round(max(f1_score(trajectory.answer, gold) for gold in record.answers or (record.answer,)), 6),
+        "answerable": record.answerable,
+        "abstained": trajectory.abstained,
+        "outcome": outcome(record.answerable, trajectory.answer, trajectory.abstained, em),
+        "em": em,
+        "f1": f1,
         "support_recall": support_recall(record.supporting_titles, seen) if uses_tools else None,
         "supporting_titles": list(record.supporting_titles),
         "seen_titles": seen,
@@ -114,6 +122,42 @@ def result_row(
         "sources": trajectory.sources,  # the passages the answer rests on (sources.py); None where not looked for
         "trajectory": trajectory.to_dict(),
     }
+
+
+OUTCOMES = ("right", "abstained", "wrong", "none")
+
+
+def outcome(answerable: bool, answer: str | None, abstained: bool, em: float) -> str:
+    """How CRAG scores one question: `right` (+1: an answer of an answerable question that matches a gold variant
+    exactly, EM 1, as the report's right and wrong always were),
+    `abstained` (0: the documents do not say), `wrong` (-1: any other answer, and every answer to a question the
+    documents cannot answer), `none` (0: stopped without an answer, by max steps, time or an error)."""
+    if abstained:
+        return "abstained"
+    if answer is None:
+        return "none"
+    return "right" if answerable and em >= 1.0 else "wrong"
+
+
+def row_outcome(row: Mapping[str, Any]) -> str:
+    """The outcome of a result row; rows written before outcomes existed are answerable questions."""
+    if row.get("outcome") in OUTCOMES:
+        return str(row["outcome"])
+    return outcome(True, row.get("prediction"), bool(row.get("abstained")), float(row.get("em") or 0.0))
+
+
+def abstention_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Outcomes of answerable and unanswerable questions apart (questions, right, abstained, wrong, none), the
+    share of each kind abstained on, and the CRAG-style score: (right - wrong) / questions, over all."""
+    parts: dict[str, dict[str, Any]] = {}
+    for kind, answerable in (("answerable", True), ("unanswerable", False)):
+        group = [row for row in rows if bool(row.get("answerable", True)) is answerable]
+        counts = Counter(row_outcome(row) for row in group)
+        parts[kind] = {"questions": len(group), **{name: counts.get(name, 0) for name in OUTCOMES}}
+        parts[kind]["abstained_rate"] = _rate(counts.get("abstained", 0), len(group))
+    right = parts["answerable"]["right"] + parts["unanswerable"]["right"]
+    wrong = parts["answerable"]["wrong"] + parts["unanswerable"]["wrong"]
+    return {**parts, "crag_score": _rate(right - wrong, len(rows))}
 
 
 def searches_of(row: Mapping[str, Any]) -> int:
@@ -216,6 +260,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "questions": n,
         "answered": sum(row["prediction"] is not None for row in rows),
+        "abstained": sum(bool(row.get("abstained")) for row in rows),
+        "abstention": abstention_summary(rows),
         "em": _mean([row["em"] for row in rows]),
         "f1": _mean([row["f1"] for row in rows]),
         "support_recall": _mean(recalls),

@@ -26,7 +26,7 @@ from typing import Any
 
 from offline_agent import incoming, jsonio
 from offline_agent.agents import RunConfig
-from offline_agent.sources import format_sources
+from offline_agent.sources import ABSTAINED, format_sources
 from offline_agent.steps import Trajectory, Turn
 
 SOURCES_MARK = "\n\nSources:"  # where written sources start in an answer's content (cut off again in history)
@@ -197,6 +197,9 @@ def _integer(data: dict[str, Any], name: str, low: int, high: int) -> int | None
 
 def content(trajectory: Trajectory, *, show_sources: bool) -> str:
     """What a client that shows only the content shows: the answer (or why there is none), then the sources."""
+    if trajectory.abstained:
+        lines = format_sources(trajectory) if show_sources else []
+        return ABSTAINED + ("\n\n" + "\n".join(lines) if lines else "")
     if trajectory.answer is None:
         why = f": {trajectory.error}" if trajectory.error else ""
         return f"{NO_ANSWER}{trajectory.stop_reason}{why})"
@@ -209,6 +212,7 @@ def extension(trajectory: Trajectory, job_id: str, index: str) -> dict[str, Any]
     return {
         "index": index,
         "answer": trajectory.answer,
+        "abstained": trajectory.abstained,
         "stop_reason": trajectory.stop_reason,
         "sources": trajectory.sources or [],
         "steps": len(trajectory.steps),

@@ -28,7 +28,12 @@
     return String(text || "").toLowerCase().replace(PUNCT, "").replace(/\b(a|an|the)\b/g, " ").split(/\s+/)
       .filter(Boolean).join(" ");
   }
-  function answer(row) { return row.p === null ? "(no answer)" : row.p; }
+  function answer(row) {
+    if (row.o === "abstained") return "(abstained: the documents do not say)";
+    return row.p === null ? "(no answer)" : row.p;
+  }
+  // right, wrong or abstained (an outcome of its own); rows from before outcomes go by EM
+  function outcomeOf(row) { return row.o ? (row.o === "none" ? "wrong" : row.o) : (row.em ? "right" : "wrong"); }
   function option(select, value, label) { add(select, el("option", null, label)).lastChild.value = value; }
 
   // ---- tabs ---------------------------------------------------------------------------------------------
@@ -139,7 +144,7 @@
     add(box, head);
     field(box, "Question", q.q);
     field(box, "Gold", q.gold);
-    field(box, "Prediction", answer(row), row.em ? "right" : "wrong");
+    field(box, "Prediction", answer(row), outcomeOf(row));
     var facts = "EM " + score(row.em) + " · F1 " + score(row.f1) + " · stop " + row.stop + " · " + row.steps +
       " steps · " + fixed(row.s, 1) + " s · tokens " + row.tok[0] + " prompt (" + row.tok[1] + " cached), " +
       row.tok[2] + " generated";
@@ -210,7 +215,7 @@
   var rowCount = document.getElementById("row-count");
   var questionList = new LazyList(document.getElementById("rows"), document.getElementById("rows-more"), function (i) {
     var row = D.rows[i], q = D.questions[row.q];
-    var tr = el("tr", "qrow " + (row.em ? "right" : "wrong"));
+    var tr = el("tr", "qrow " + outcomeOf(row));
     tr.setAttribute("data-row", String(i));
     cells(tr, [D.runs[row.r].name, q.id, q.q, q.gold, answer(row), score(row.em), score(row.f1),
       q.type || "", q.level || "", row.stop, row.steps, fixed(row.s, 1)]);
@@ -227,8 +232,7 @@
       if (run && String(row.r) !== run) continue;
       if (type && q.type !== type) continue;
       if (level && q.level !== level) continue;
-      if (outcome === "right" && !row.em) continue;
-      if (outcome === "wrong" && row.em) continue;
+      if (outcome && outcomeOf(row) !== outcome) continue;
       if (stop && row.stop !== stop) continue;
       if (text && haystack(i).indexOf(text) < 0) continue;
       out.push(i);
