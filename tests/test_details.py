@@ -130,7 +130,15 @@ def test_ensure_details_makes_them_on_first_use_and_checks_the_type() -> None:
         record.ensure_details(PlanDetails)
 
 
-NEWER_FIELDS = {"grounded": False, "samples": [], "votes": {}, "scope": None, "profile": None, "options": {}}
+NEWER_FIELDS = {
+    "abstained": False,
+    "grounded": False,
+    "samples": [],
+    "votes": {},
+    "scope": None,
+    "profile": None,
+    "options": {},
+}
 
 
 def project(new: Any, old: Any) -> Any:
