@@ -100,17 +100,8 @@ def nearest_passages(trajectory: Trajectory, index: Any, most: int = NEAREST) ->
         except KeyError:
             continue
         first = next(iter(split_sentences(passage.text)), (0, len(passage.text)))
-        found[passage_id] = Source(
-            passage_id=int(passage.id),
-            doc_id=passage.doc_id,
-            title=passage.title,
-            path=passage.source or passage.doc_id,
-            heading=tuple(getattr(passage, "heading", ())),
-            line=getattr(passage, "line", 0),
-            page=getattr(passage, "page", 0),
-            sentence=" ".join(passage.text[first[0] : first[1]].split()),
-            step=step_index + 1,
-        )
+        opening = " ".join(passage.text[first[0] : first[1]].split())
+        found[passage_id] = _source(passage, opening, getattr(passage, "line", 0), step_index)
     return list(found.values())
 
 
@@ -154,7 +145,12 @@ def _add(found: dict[int, Source], index: Any, passage_id: int, needle: str, ste
     except KeyError:  # the index changed since the run: the passage is gone
         return
     sentence, line = _sentence(passage, needle)
-    found[passage_id] = Source(
+    found[passage_id] = _source(passage, sentence, line, step)
+
+
+def _source(passage: Any, sentence: str, line: int, step: int) -> Source:
+    """The Source of `passage`, showing `sentence` (at `line` of its file), read at step `step` (from 0)."""
+    return Source(
         passage_id=int(passage.id),
         doc_id=passage.doc_id,
         title=passage.title,
