@@ -8,7 +8,7 @@ What the spec controls:
 - whether a `Thought:` line comes first, whether `Action:` and/or `Final:` may follow (the last allowed step is
   Final only);
 - bounds on every free-text field, so a small model cannot run on until max_tokens;
-- that a Final may always be the abstention `ABSTAIN` ("[not in the documents]"), beside a grounded span too.
+- whether a grounded Final may also be the abstention `ABSTAIN` ("[not in the documents]"), beside its spans.
 
 Besides the spec, `build_grammar` takes what one step of a run adds: a grounding (the spans a grounded Final may
 be) and spent calls (arguments a tool may not be called with again, left out of the decoder's grammars only).
@@ -101,9 +101,9 @@ class GrammarSpec:
     # The Final may only be a span of what the run has read, or yes/no (grounding.py): the GBNF is built from a
     # Grounding handed to build_grammar, the Lark grammar leaves the line free and the parser checks the span.
     grounded: bool = False
-    # Whether a grounded Final may also be ABSTAIN (a free Final line may always be): off for a call that must
-    # read an answer off one document (verify's read_off).
-    abstain: bool = True
+    # Whether a grounded Final may also be ABSTAIN (a free Final line may always be): the strategies' `abstain`
+    # option; never for a call that must read an answer off one document (verify's read_off).
+    abstain: bool = False
 
     def __post_init__(self) -> None:
         names = [tool.name for tool in self.tools]

@@ -60,6 +60,18 @@ def prompt_table(name: str, family: str) -> dict[str, str]:
     return table[family]
 
 
+# A prompt file's line that only the `abstain` option keeps (without this mark): when to write the abstention.
+ABSTAIN_MARK = "?abstain "
+
+
+def with_abstention(text: str, abstain: bool) -> str:
+    """A prompt file's text with its ABSTAIN_MARK lines kept (unmarked) when `abstain`, left out otherwise."""
+    lines = text.split("\n")
+    if abstain:
+        return "\n".join(line.removeprefix(ABSTAIN_MARK) for line in lines)
+    return "\n".join(line for line in lines if not line.startswith(ABSTAIN_MARK))
+
+
 def describe_tools(tools: Sequence[Any]) -> str:
     """One line per tool: how to call it, and what it does."""
     lines = []
@@ -82,14 +94,21 @@ class PromptParts:
 
 
 def agent_prompt(
-    name: str, question: str, tools: Sequence[Any], *, max_steps: int, history: Sequence[Any] = ()
+    name: str,
+    question: str,
+    tools: Sequence[Any],
+    *,
+    max_steps: int,
+    history: Sequence[Any] = (),
+    abstain: bool = False,
 ) -> PromptParts:
     """A strategy's instructions (`<name>_system.txt`) with the run's tools and examples, and the question.
 
     `history` holds earlier turns of a chat (objects with `question` and `answer`), shown before the question in
-    the user message; with none, the user message is the question alone, as before chat existed.
+    the user message; with none, the user message is the question alone, as before chat existed. `abstain` keeps
+    the instructions' line on when to abstain (`with_abstention`).
     """
-    system = Template(prompt_text(f"{name}_system.txt")).substitute(
+    system = Template(with_abstention(prompt_text(f"{name}_system.txt"), abstain)).substitute(
         tools=describe_tools(tools),
         max_steps=max_steps,
         examples=prompt_text(f"{name}_examples.txt").strip(),

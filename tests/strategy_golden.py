@@ -11,8 +11,9 @@ Two recordings live in tests/golden/strategies/:
   another reruns the model and compares the step texts (see that test's note on numerics).
 
 "Normalised" drops what differs between two runs of the same thing: seconds, timings, the start time, the version,
-and how long a grounded step's grammar took to build; and the two fields trajectories gained after these were
-recorded, the strategy's options and their profile (tests/test_options.py checks what they record). A scenario's
+and how long a grounded step's grammar took to build; and the fields trajectories gained after these were recorded:
+the strategy's options and their profile (tests/test_options.py checks what they record), and `abstained` where it
+is false. A scenario's
 settings are flat (run config and options together), read as `agent_settings(agent, "plain", **settings)`. Calls
 to the backend's `warm` (the shared prompt start) are recorded with the calls, as {"warm": hash}.
 
@@ -76,6 +77,8 @@ def normalise(trajectory: Trajectory) -> dict[str, Any]:
     data = json.loads(trajectory.to_json())
     for key in ("seconds", "started_at", "version", "options", "profile"):
         data.pop(key, None)
+    if data.get("abstained") is False:  # gained after the recordings; a run that abstained keeps it
+        data.pop("abstained")
     for step in data["steps"]:
         step.pop("seconds", None)
         step.pop("timings", None)

@@ -23,7 +23,7 @@ QUESTION = "Which river flows through the city where Marie Curie was born?"
 
 @pytest.mark.parametrize("grounded", [False, True])
 def test_the_grammar_allows_the_abstention_beside_an_answer(grounded: bool) -> None:
-    spec = GrammarSpec(allow_action=False, grounded=grounded)
+    spec = GrammarSpec(allow_action=False, grounded=grounded, abstain=True)
     grammar = build_grammar(spec, Grounding(["The Vistula flows through Warsaw."]))
     checker = GbnfChecker(grammar.gbnf)
     assert checker.accepts(f"Thought: nothing read says\nFinal: {ABSTAIN}")
@@ -32,10 +32,24 @@ def test_the_grammar_allows_the_abstention_beside_an_answer(grounded: bool) -> N
     assert step.final == ABSTAIN
 
 
-def test_a_call_that_must_read_an_answer_off_may_not_abstain() -> None:
-    spec = GrammarSpec(thought=False, allow_action=False, grounded=True, abstain=False)
-    checker = GbnfChecker(build_grammar(spec, Grounding(["The Vistula flows through Warsaw."])).gbnf)
-    assert checker.accepts("Final: Warsaw") and not checker.accepts(f"Final: {ABSTAIN}")
+def test_without_the_option_a_grounded_final_may_not_abstain() -> None:
+    """The default (and verify's read_off call, which must read an answer off one document)."""
+    for spec in (
+        GrammarSpec(thought=False, allow_action=False, grounded=True),
+        GrammarSpec(thought=False, allow_action=False, grounded=True, abstain=False),
+    ):
+        checker = GbnfChecker(build_grammar(spec, Grounding(["The Vistula flows through Warsaw."])).gbnf)
+        assert checker.accepts("Final: Warsaw") and not checker.accepts(f"Final: {ABSTAIN}")
+
+
+@pytest.mark.parametrize("agent", ["react", "verify", "rag", "act", "knowagent", "critic", "plan"])
+def test_the_option_brings_the_prompt_line_and_its_absence_leaves_the_prompt_as_it_was(tiny_index, agent) -> None:
+    def system(abstain: bool) -> str:
+        return make_agent(agent, ScriptedBackend(), build_tools(tiny_index), abstain=abstain).prompt_parts("Q?").system
+
+    assert "[not in the documents]" in system(True) or agent == "plan"  # plan's is in its responder's message
+    assert "[not in the documents]" not in system(False) and "?abstain" not in system(False)
+    assert "?abstain" not in system(True)
 
 
 @pytest.mark.parametrize("agent", ["react", "verify", "rag", "act", "cot"])
@@ -51,7 +65,10 @@ def test_every_loop_strategy_ends_abstained_with_no_answer(tiny_index, agent: st
 
 def test_a_session_abstains_and_shows_the_nearest_passages(tiny_index) -> None:
     session = Session.from_settings(
-        agent_settings("rag"), backend=ScriptedBackend([f"Final: {ABSTAIN}"]), index=tiny_index, corpus="tiny"
+        agent_settings("rag", abstain=True),
+        backend=ScriptedBackend([f"Final: {ABSTAIN}"]),
+        index=tiny_index,
+        corpus="tiny",
     )
     trajectory = attach_sources(session.ask(QUESTION), tiny_index)
     assert trajectory.abstained and trajectory.answer is None

@@ -135,13 +135,17 @@ def test_values_parse_by_the_options_type(key: str, text: str, value: object) ->
         (
             "verify",
             ["read_hops=false"],
-            "unknown option 'read_hops' for strategy verify; choose from ['answer_form', 'exclude_refused', "
+            "unknown option 'read_hops' for strategy verify; choose from ['abstain', 'answer_form', 'exclude_refused', "
             "'first_search', 'fresh_calls', 'grounded', 'links', 'min_searches', 'observation_tokens', 'read_hop', "
             "'search_after_refusal', 'search_k', 'search_with_question', 'section_defaults', 'section_sentences', "
             "'section_sentences_after', 'sentences', 'sentences_after', 'snippet', 'support_check', 'title_boost', "
             "'without']",
         ),
-        ("react", ["read_hop=false"], "unknown option 'read_hop' for strategy react; choose from ['answer_form', "),
+        (
+            "react",
+            ["read_hop=false"],
+            "unknown option 'read_hop' for strategy react; choose from ['abstain', 'answer_form', ",
+        ),
         (
             "verify",
             ["read_hop=maybe"],
@@ -302,7 +306,9 @@ def test_the_plain_profile_runs_react_with_every_default(cli, scripted, tiny_cor
 def test_a_bad_option_on_the_command_line_is_a_usage_error(cli, scripted, tiny_corpus: Path) -> None:  # noqa: F811
     result = CliRunner().invoke(cli, ["ask", QUESTION, "-o", "read_hops=false"], prog_name="offline-agent")
     assert result.exit_code == 2 and not scripted.calls
-    assert "Error: unknown option 'read_hops' for strategy verify; choose from ['answer_form'" in result.output
+    assert (
+        "Error: unknown option 'read_hops' for strategy verify; choose from ['abstain', 'answer_form'" in result.output
+    )
     result = CliRunner().invoke(cli, ["eval", "q.jsonl", "--agent", "plan", "-o", "min_searches=2"])
     assert result.exit_code == 2 and "unknown option 'min_searches' for strategy plan" in result.output
 

@@ -118,7 +118,14 @@ class Strategy:
     def prompt_parts(self, question: str, history: Sequence[Turn] = ()) -> PromptParts:
         """The system message (instructions, tools, examples) and the user message (earlier turns, the question)."""
         tools = list(self.tools) if self.uses_tools else []
-        return agent_prompt(self.prompt_name, question, tools, max_steps=self.config.max_steps, history=history)
+        return agent_prompt(
+            self.prompt_name,
+            question,
+            tools,
+            max_steps=self.config.max_steps,
+            history=history,
+            abstain=self.options.abstain,
+        )
 
     def context_for(self, question: str, history: Sequence[Turn]) -> list[Turn]:
         """The earlier turns of a chat to show before `question`: by default the last 3 that got an answer.

@@ -43,7 +43,7 @@ from offline_agent.agents.base import RunConfig
 from offline_agent.agents.react import LoopState, ReActAgent
 from offline_agent.agents.step_runner import JsonCall, TurnResult
 from offline_agent.details import CallDetails, CriticDetails, CritiqueDetails, ExtractionDetails
-from offline_agent.prompts import PromptParts, describe_tools, history_text, prompt_text
+from offline_agent.prompts import PromptParts, describe_tools, history_text, prompt_text, with_abstention
 from offline_agent.steps import Action, Step, StepRecord, Trajectory, Turn
 
 FACT_MAX = 160
@@ -132,7 +132,7 @@ class CriticAgent(ReActAgent):
 
     def prompt_parts(self, question: str, history: Sequence[Turn] = ()) -> PromptParts:
         tools = list(self.tools) if self.uses_tools else []
-        system = Template(prompt_text("critic_system.txt")).substitute(
+        system = Template(with_abstention(prompt_text("critic_system.txt"), self.options.abstain)).substitute(
             tools=describe_tools(tools),
             max_steps=self.config.max_steps,
             examples=prompt_text("critic_examples.txt").strip(),

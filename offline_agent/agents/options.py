@@ -153,6 +153,9 @@ class StrategyOptions:
     answer_form: bool = option(
         False, "With grounded: the Final takes the form the question asks for (yes/no, one of 'A or B', a span read)."
     )
+    abstain: bool = option(
+        False, "The Final may be [not in the documents]: the prompt says when, the grammar allows it."
+    )
     support_check: bool = option(
         False, "Abstain (the documents do not say) where what was read does not support the Final (checks/support.py)."
     )

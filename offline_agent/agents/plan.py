@@ -40,7 +40,7 @@ from offline_agent.details import CallResult, GroundingDetails, PlanDetails, Pla
 from offline_agent.grammar import GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import StepParser, parser_for
-from offline_agent.prompts import PromptParts, agent_prompt, prompt_text
+from offline_agent.prompts import PromptParts, agent_prompt, prompt_text, with_abstention
 from offline_agent.steps import StepRecord, Trajectory, Turn
 
 _MAX_CALLS = 3
@@ -118,7 +118,7 @@ class PlanAgent(Strategy):
         respond_spec = GrammarSpec(thought=False, allow_action=False, final_max=self.config.final_max)
         self.respond_grammar = build_grammar(respond_spec)
         self.respond_parser = parser_for(respond_spec)
-        self.grounded_respond_spec = replace(respond_spec, grounded=True)
+        self.grounded_respond_spec = replace(respond_spec, grounded=True, abstain=self.options.abstain)
         self._system = self.prompt_parts("").system
 
     @property
@@ -134,7 +134,14 @@ class PlanAgent(Strategy):
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def prompt_parts(self, question: str, history: Sequence[Turn] = ()) -> PromptParts:
-        return agent_prompt(self.prompt_name, question, self.plannable, max_steps=self.iterations, history=history)
+        return agent_prompt(
+            self.prompt_name,
+            question,
+            self.plannable,
+            max_steps=self.iterations,
+            history=history,
+            abstain=self.options.abstain,
+        )
 
     # --- chat: does a follow-up need the previous turn? ---------------------------------------------------------
 
@@ -266,7 +273,7 @@ class PlanAgent(Strategy):
         return verdict
 
     def _respond(self, state: PlanState) -> None:
-        user = self._user(state, prompt_text("plan_respond.txt").strip())
+        user = self._user(state, with_abstention(prompt_text("plan_respond.txt"), self.options.abstain).strip())
         record, details = self._record(state, "respond")
         record.final_only = True
         started = time.monotonic()

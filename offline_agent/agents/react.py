@@ -96,6 +96,7 @@ class ReActAgent(Strategy):
             argument_max=c.argument_max,
             final_max=c.final_max,
             grounded=self.options.grounded,
+            abstain=self.options.abstain,
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())

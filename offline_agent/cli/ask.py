@@ -159,7 +159,8 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
     answered, 1 error, 2 bad usage, 3 the agent stopped without an answer (max steps, timeout, or a step the
     parser rejected), 4 the answer was printed but the --trace file could not be written, 5 the question is
     outside the corpus's scope (--scope; the refusal is printed as the answer), 6 the documents do not say
-    (the agent abstained: that sentence and the nearest passages it found are printed).
+    (with -o abstain=true or -o support_check=true the agent abstained: that sentence and the nearest passages
+    it found are printed).
     """
     started = time.monotonic()
     question = incoming.clean(question, "the question")

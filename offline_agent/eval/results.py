@@ -76,6 +76,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.section_defaults": False,
     "agent_config.search_with_question": False,
     "agent_config.without": "",
+    "agent_config.abstain": False,
     "agent_config.support_check": False,
     "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }
