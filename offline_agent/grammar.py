@@ -104,6 +104,10 @@ class GrammarSpec:
     # Whether a grounded Final may also be ABSTAIN (a free Final line may always be): the strategies' `abstain`
     # option; never for a call that must read an answer off one document (verify's read_off).
     abstain: bool = False
+    # Plain-text tools whose argument may only be a span of what the run has read, as a grounded Final is (the
+    # strategies' `search_spans`): a search then looks for a name the run has read, never one a Thought made up.
+    # The GBNF is built from a Grounding of its own (`reading`, handed to build_grammar); the parser checks it.
+    span_arguments: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [tool.name for tool in self.tools]
@@ -144,6 +148,7 @@ class GrammarSpec:
             next_actions=tuple(move for move in self.next_actions if move[1] == FINAL),
             grounded=self.grounded,
             abstain=self.abstain,
+            span_arguments=self.span_arguments,
         )
 
     @property
@@ -168,16 +173,23 @@ class StepGrammar:
     llguidance: str | None = None
     # What a grounded step's Final was built from (None: not grounded): the parser checks the Final against it.
     grounding: Grounding | None = field(default=None, compare=False, repr=False)
+    # What the span arguments were built from (None: the spec has none): the parser checks them against it.
+    reading: Grounding | None = field(default=None, compare=False, repr=False)
 
 
 def build_grammar(
-    spec: GrammarSpec, grounding: Grounding | None = None, spent: Mapping[str, Collection[str]] | None = None
+    spec: GrammarSpec,
+    grounding: Grounding | None = None,
+    spent: Mapping[str, Collection[str]] | None = None,
+    reading: Grounding | None = None,
 ) -> StepGrammar:
     """Build the GBNF and Lark grammars of one step from `spec`.
 
     A grounded spec's Final is built from `grounding` (the spans read so far; None: nothing read yet, so only
-    yes or no). `spent` maps a plain-text tool to arguments it may not be called with (calls the run has made and
-    would only refuse as repeats); they are compared as the loop compares calls, case and spacing ignored. Only
+    yes or no). The argument of a tool in `spec.span_arguments` is a span of `reading` (everything read, the
+    question included, with no answer excluded); without `reading`, or with nothing in it, a free line. `spent`
+    maps a plain-text tool to arguments it may not be called with (calls the run has made and would only refuse as
+    repeats); they are compared as the loop compares calls, case and spacing ignored. Only
     the decoder's grammars (GBNF, llguidance's Lark) leave them out; the parser's Lark accepts them, and the loop
     refuses a repeat that slips through another way.
     """
@@ -187,11 +199,15 @@ def build_grammar(
 
         grounding = Grounding()
     spent = {tool: tuple(args) for tool, args in (spent or {}).items() if args}
-    gbnf = _render(spec, "gbnf", grounding, spent)
-    lark = _render(spec, "lark")
-    decoder = _render(spec, "lark", grounding, spent) if spec.grounded or spent else None
+    if not spec.span_arguments or (reading is not None and not len(reading)):
+        reading = None
+    gbnf = _render(spec, "gbnf", grounding, spent, reading)
+    lark = _render(spec, "lark", parser=True)
+    decoder = _render(spec, "lark", grounding, spent, reading) if spec.grounded or spent or reading else None
     digest = hashlib.sha256((gbnf + "\0" + lark).encode("utf-8")).hexdigest()
-    return StepGrammar(spec=spec, gbnf=gbnf, lark=lark, sha256=digest, llguidance=decoder, grounding=given)
+    return StepGrammar(
+        spec=spec, gbnf=gbnf, lark=lark, sha256=digest, llguidance=decoder, grounding=given, reading=reading
+    )
 
 
 # --- one walk, two dialects -------------------------------------------------------------------------------------
@@ -260,12 +276,14 @@ def _render(
     dialect: str,
     grounding: Grounding | None = None,
     spent: Mapping[str, tuple[str, ...]] | None = None,
+    reading: Grounding | None = None,
+    parser: bool = False,
 ) -> str:
     w = _Writer(dialect)
     newline = w.literal("\n")
     line_break = w.rule("nl", f"{newline} {w.optional(newline)}")
     step_end = w.rule("end", w.optional(f"{newline} {w.optional(newline)}"))
-    arguments = _Arguments(w, spec, spent or {})
+    arguments = _Arguments(w, spec, spent or {}, reading, parser)
     if spec.action_path is not None:
         return _render_moves(w, spec, line_break, step_end, arguments, grounding)
 
@@ -341,15 +359,33 @@ def _render_moves(
 
 class _Arguments:
     """The argument rule of each tool call in one grammar: a JSON object for a tool with a schema; for a plain-text
-    tool, one bounded line shared by every such tool, or a line that is none of the tool's spent arguments."""
+    tool, one bounded line shared by every such tool, or a line that is none of the tool's spent arguments; for a
+    tool of `spec.span_arguments`, given what was read, the spans of `reading` (a spent one may be written: the
+    loop refuses the repeat); in the parser's grammar, any line (the parser checks the span)."""
 
-    def __init__(self, w: _Writer, spec: GrammarSpec, spent: Mapping[str, tuple[str, ...]]) -> None:
-        self.w, self.spec, self.spent = w, spec, spent
+    def __init__(
+        self,
+        w: _Writer,
+        spec: GrammarSpec,
+        spent: Mapping[str, tuple[str, ...]],
+        reading: Grounding | None = None,
+        parser: bool = False,
+    ) -> None:
+        self.w, self.spec, self.spent, self.reading, self.parser = w, spec, spent, reading, parser
         self.shared: str | None = None
+        self.spans: str | None = None
 
     def of(self, tool: ToolSpec) -> str:
         if tool.schema is not None:
             return _json_object(self.w, tool, self.spec)
+        if self.reading is not None and tool.name in self.spec.span_arguments:
+            if self.spans is None:
+                start, rules = self.reading.gbnf_rules("read_" if self.w.is_lark else "read-")
+                self.w.rules.extend(rules)
+                self.spans = start
+            return self.spans
+        if self.parser and tool.name in self.spec.span_arguments:
+            return self.w.terminal("read_argument", f"[{_ARG_FIRST}][{_ARG_REST}]*", "")
         if self.spent.get(tool.name):
             return _line_except(self.w, f"argument_{tool.name}", self.spec.argument_max, self.spent[tool.name])
         if self.shared is None:

@@ -48,6 +48,10 @@ if TYPE_CHECKING:
     from offline_agent.grounding import Grounding
 
 
+# The terminals of a plain-text argument: a bounded line, or (a tool of span_arguments) the line the parser checks.
+_ARGUMENTS = ("ARGUMENT", "READ_ARGUMENT")
+
+
 class _StepTransformer(Transformer):
     """Methods named after the grammar's rules; each returns the value of its subtree."""
 
@@ -92,7 +96,7 @@ class _StepTransformer(Transformer):
     def _call(self, tool: str, children: list[Any]) -> Action:
         spec = self._tools[tool]
         if spec.schema is None:
-            argument = next(str(c) for c in children if isinstance(c, Token) and c.type == "ARGUMENT")
+            argument = next(str(c) for c in children if isinstance(c, Token) and c.type in _ARGUMENTS)
             return Action(tool, argument.strip())
         raw = next(c[1] for c in children if isinstance(c, tuple) and c[0] == "json")
         try:
@@ -172,11 +176,12 @@ class StepParser(_CheckedParser):
         self._transformer = _StepTransformer(self.spec)
         self._checker: GbnfChecker | None = None
 
-    def parse(self, text: str, grounding: Grounding | None = None) -> Step:
+    def parse(self, text: str, grounding: Grounding | None = None, reading: Grounding | None = None) -> Step:
         """Parse one complete step; raise StepParseError (labelled, with position) if the grammar rejects it.
 
         For a grounded spec, `grounding` holds what the run has read: a Final that is not one of its spans (nor
-        yes/no, nor the abstention ABSTAIN) is rejected with the label `ungrounded`.
+        yes/no, nor the abstention ABSTAIN) is rejected with the label `ungrounded`. With `reading`, the argument
+        of a tool in the spec's `span_arguments` that is not one of its spans is rejected the same way.
         """
         if not text.strip():
             raise StepParseError("empty step: the model wrote nothing", label="empty", line=1, column=1)
@@ -190,6 +195,17 @@ class StepParser(_CheckedParser):
             if not isinstance(exc.orig_exc, _ArgumentError):
                 raise
             raise StepParseError(str(exc.orig_exc), label="bad_argument", line=1, column=1) from None
+        call = step.action
+        spanned = reading is not None and call is not None and call.tool in self.spec.span_arguments
+        if spanned and isinstance(call.argument, str) and not reading.accepts(call.argument):
+            line = text[: text.find("Action:")].count("\n") + 1
+            raise StepParseError(
+                f"the {call.tool} argument {call.argument!r} is not a span of anything read so far at line {line}",
+                label="ungrounded",
+                line=line,
+                column=len(f"Action: {call.tool}[") + 1,
+                context=text.strip()[-60:],
+            )
         abstained = step.final == ABSTAIN and self.spec.abstain
         ungrounded = step.final is not None and grounding is not None and not grounding.accepts(step.final)
         ungrounded = ungrounded and not abstained

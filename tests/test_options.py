@@ -137,9 +137,9 @@ def test_values_parse_by_the_options_type(key: str, text: str, value: object) ->
             ["read_hops=false"],
             "unknown option 'read_hops' for strategy verify; choose from ['abstain', 'answer_form', 'exclude_refused', "
             "'first_search', 'fresh_calls', 'grounded', 'links', 'min_searches', 'observation_tokens', 'read_hop', "
-            "'search_after_refusal', 'search_k', 'search_with_question', 'section_defaults', 'section_sentences', "
-            "'section_sentences_after', 'sentences', 'sentences_after', 'snippet', 'support_check', 'title_boost', "
-            "'without']",
+            "'search_after_refusal', 'search_k', 'search_spans', 'search_with_question', 'section_defaults', "
+            "'section_sentences', 'section_sentences_after', 'sentences', 'sentences_after', 'snippet', "
+            "'support_check', 'title_boost', 'without']",
         ),
         (
             "react",

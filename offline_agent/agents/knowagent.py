@@ -167,9 +167,9 @@ class KnowAgent(ReActAgent):
         spec, grounding = self.offered_spec(state, final_only)
         parser = parser_for(spec)
         spent = {} if final_only else self.spent_calls(state)
-        if (grounding is None or not spec.allow_final) and not spent:
+        if (grounding is None or not spec.allow_final) and not spent and state.reading is None:
             return parser.grammar, parser
-        return build_grammar(spec, grounding, spent), parser
+        return build_grammar(spec, grounding, spent, state.reading), parser
 
     def review_step(self, state: LoopState, record: StepRecord, step: Step | None) -> Step | None:
         """Record the move (the path after it, the moves offered, the forbidden first choices), and refuse a step

@@ -226,6 +226,9 @@ class ReActOptions(StrategyOptions):
         0, "Final is allowed only after this many successful searches; until then only a search.", low=0, high=10
     )
     first_search: bool = option(False, "Open the run with a search for the question itself, written by the agent.")
+    search_spans: bool = option(
+        False, "A search may only look for a span of the question or of what the run has read (a name it read)."
+    )
     fresh_calls: bool = option(
         False, "Each step's grammar leaves out the tool calls the run already made (and spent lookups)."
     )

@@ -69,6 +69,8 @@ class LoopState(RunState):
     calls: dict[str, int] = field(default_factory=dict)
     returned: dict[str, tuple[int, str]] = field(default_factory=dict)
     grounding: Grounding | None = None
+    # With search_spans: the question and every Observation found, with nothing excluded (what a search may name).
+    reading: Grounding | None = None
     form: AnswerForm | None = None
     next_index: int = 0
     last_turn: Usage = field(default_factory=Usage)  # the token counts of the last step's own model call
@@ -97,6 +99,7 @@ class ReActAgent(Strategy):
             final_max=c.final_max,
             grounded=self.options.grounded,
             abstain=self.options.abstain,
+            span_arguments=tuple(SEARCH_TOOLS) if self.options.search_spans else (),
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
@@ -126,6 +129,7 @@ class ReActAgent(Strategy):
             parts=parts,
             prefix=self.prompt_prefix(parts),
             grounding=self.new_grounding(trajectory, form),
+            reading=Grounding([trajectory.question], yes_no=False) if self.options.search_spans else None,
             form=form,
         )
 
@@ -255,15 +259,17 @@ class ReActAgent(Strategy):
         if final_only:
             return self.final_step_grammar(state)
         spent = self.spent_calls(state)
+        reading = state.reading
         if self.searches(state) < self.options.min_searches or self.must_search(state):
-            grammar = build_grammar(self.search_spec, spent=spent) if spent else self.search_grammar
+            fresh = spent or reading is not None
+            grammar = build_grammar(self.search_spec, spent=spent, reading=reading) if fresh else self.search_grammar
             return grammar, self.search_parser
         grounding = self.final_grounding(state, False)
         if grounding is not None and grounding.is_empty:
-            return build_grammar(self.no_final_spec, spent=spent), self.parser
-        if grounding is not None:
-            return build_grammar(self.spec, grounding, spent), self.parser
-        return (build_grammar(self.spec, spent=spent) if spent else self.grammar), self.parser
+            return build_grammar(self.no_final_spec, spent=spent, reading=reading), self.parser
+        if grounding is not None or spent or reading is not None:
+            return build_grammar(self.spec, grounding, spent, reading), self.parser
+        return self.grammar, self.parser
 
     def final_step_grammar(self, state: LoopState) -> tuple[StepGrammar, StepParser]:
         """The grammar and parser of a step that may only answer: grounded in what the run has read where the run is
@@ -399,9 +405,14 @@ class ReActAgent(Strategy):
 
     def read_observation(self, state: LoopState, record: StepRecord, observation: str) -> None:
         """A grounded run reads the Observation: its spans may be the answer from now on (not when the tool failed
-        or found nothing, nor when the answer form takes the answer from the question)."""
-        if state.grounding is not None and not record.tool_error and state.found and self.reads(state):
+        or found nothing, nor when the answer form takes the answer from the question). With search_spans, they may
+        be what a search looks for, whatever the answer form."""
+        if record.tool_error or not state.found:
+            return
+        if state.grounding is not None and self.reads(state):
             state.grounding.add(observation)
+        if state.reading is not None:
+            state.reading.add(observation)
 
     def budget_note(self, index: int) -> str | None:
         """What the Observation of step `index` tells the model about the steps it has left (None: nothing)."""

@@ -27,7 +27,7 @@ from offline_agent.agents.run import AgentCallbacks, RunConfig, RunState
 from offline_agent.backends.base import Backend, DecoderGrammar
 from offline_agent.details import Rejection
 from offline_agent.errors import ContextOverflowError, StepParseError
-from offline_agent.grammar import JsonGrammar, json_grammar
+from offline_agent.grammar import JsonGrammar, StepGrammar, json_grammar
 from offline_agent.grounding import Grounding
 from offline_agent.parse import JsonParser, StepParser, WordParser, json_parser_for
 from offline_agent.steps import Step, StepRecord, Timings, Usage
@@ -98,8 +98,10 @@ class StepRunner:
         """One model turn with its retry (see the module docstring). With a state, a stop is booked on the run.
 
         `grammar` goes to the backend as it is (a StepGrammar carries its Lark form too, a string is GBNF);
-        `grounding` is what a grounded step's Final is checked against."""
+        `grounding` is what a grounded step's Final is checked against, and a StepGrammar's `reading` what its span
+        arguments are."""
         c = self.config
+        reading = grammar.reading if isinstance(grammar, StepGrammar) else None
         result = TurnResult()
         started = time.monotonic()
         for attempt in (1, 2):
@@ -135,11 +137,11 @@ class StepRunner:
                     state.stop("timeout")
                 break
             try:
-                if grounding is None:
+                if grounding is None and reading is None:
                     result.value = parser.parse(completion.text)
                 else:
                     assert isinstance(parser, StepParser)
-                    result.value = parser.parse(completion.text, grounding=grounding)
+                    result.value = parser.parse(completion.text, grounding=grounding, reading=reading)
             except StepParseError as exc:
                 result.error = exc
                 if completion.finish_reason == "length" and attempt == 1:

@@ -78,6 +78,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "agent_config.without": "",
     "agent_config.abstain": False,
     "agent_config.support_check": False,
+    "agent_config.search_spans": False,
     "backend": "llamacpp",  # before the backend registry, every run folder was made with llama.cpp
 }
 
