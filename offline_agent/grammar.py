@@ -385,7 +385,9 @@ class _Arguments:
                 self.spans = start
             return self.spans
         if self.parser and tool.name in self.spec.span_arguments:
-            return self.w.terminal("read_argument", f"[{_ARG_FIRST}][{_ARG_REST}]*", "")
+            if self.spans is None:
+                self.spans = self.w.terminal("read_argument", f"[{_ARG_FIRST}][{_ARG_REST}]*", "")
+            return self.spans
         if self.spent.get(tool.name):
             return _line_except(self.w, f"argument_{tool.name}", self.spec.argument_max, self.spent[tool.name])
         if self.shared is None:

@@ -1,6 +1,6 @@
-"""search_spans: a search may only look for a span of the question or of what the run has read, in the decoder's
-grammars (GBNF and llguidance's Lark) and in the parser, and the loop builds each step's search from what it has
-read so far (issue 72: a bridge is a name the run read, not one a Thought made up)."""
+"""search_spans: a search or lookup may only name a span of the question or of what the run has read, in the
+decoder's grammars (GBNF and llguidance's Lark) and in the parser, and the loop builds each step's calls from what
+it has read so far (issue 72: a bridge is a name the run read, not one a Thought made up)."""
 
 from __future__ import annotations
 
@@ -124,5 +124,20 @@ def test_the_option_is_off_by_default_and_the_grammar_unchanged(tiny_index) -> N
     assert trajectory.steps[0].argument == "Paris"
     plain = make_agent(ReActAgent, ScriptedBackend([]), build_tools(tiny_index), grounded=True)
     spanned = make_agent(ReActAgent, ScriptedBackend([]), build_tools(tiny_index), grounded=True, search_spans=True)
-    assert plain.spec.span_arguments == () and spanned.spec.span_arguments == ("search", "retrieve")
+    assert plain.spec.span_arguments == () and spanned.spec.span_arguments == ("search", "retrieve", "lookup")
     assert "read-" not in backend.calls[0].grammar
+
+
+def test_a_lookup_may_not_name_what_the_run_never_read_either(tiny_index) -> None:
+    # Told it may only search for what it read, the 1.5B model turned to lookup with names it made up (dev200 tuning
+    # split, issue 72): lookup is held to the same spans.
+    outputs = [
+        "Thought: x\nAction: search[Marie Curie]",
+        "Thought: y\nAction: lookup[Warsaw]",
+        "Thought: z\nFinal: Warsaw",
+    ]
+    trajectory, backend = _run(ReActAgent, tiny_index, outputs)
+    second = GbnfChecker(backend.calls[1].grammar)
+    assert second.accepts("Thought: y\nAction: lookup[Warsaw]\n")
+    assert not second.accepts("Thought: y\nAction: lookup[Francis Escudero]\n")
+    assert trajectory.answer == "Warsaw"

@@ -227,7 +227,7 @@ class ReActOptions(StrategyOptions):
     )
     first_search: bool = option(False, "Open the run with a search for the question itself, written by the agent.")
     search_spans: bool = option(
-        False, "A search may only look for a span of the question or of what the run has read (a name it read)."
+        False, "search, lookup and retrieve may only look for a span of the question or of what the run has read."
     )
     fresh_calls: bool = option(
         False, "Each step's grammar leaves out the tool calls the run already made (and spent lookups)."

@@ -55,6 +55,8 @@ OPENING_THOUGHT = "First I search for the question itself."
 OBSERVATION_FRAME = 48
 # Tools that bring new documents into the run (min_searches counts these).
 SEARCH_TOOLS = ("search", "retrieve")
+# The tools that look something up in the documents by name: with search_spans, their argument is a span read.
+LOOKUP_TOOLS = (*SEARCH_TOOLS, "lookup")
 
 
 @dataclass
@@ -99,7 +101,7 @@ class ReActAgent(Strategy):
             final_max=c.final_max,
             grounded=self.options.grounded,
             abstain=self.options.abstain,
-            span_arguments=tuple(SEARCH_TOOLS) if self.options.search_spans else (),
+            span_arguments=LOOKUP_TOOLS if self.options.search_spans else (),
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
