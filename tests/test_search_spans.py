@@ -129,8 +129,8 @@ def test_the_option_is_off_by_default_and_the_grammar_unchanged(tiny_index) -> N
 
 
 def test_a_lookup_may_not_name_what_the_run_never_read_either(tiny_index) -> None:
-    # Told it may only search for what it read, the 1.5B model turned to lookup with names it made up (dev200 tuning
-    # split, issue 72): lookup is held to the same spans.
+    # Held to spans in its searches only, a model could still look up any name it liked; lookup names a thing in
+    # the documents as search does, so it is held to the same spans.
     outputs = [
         "Thought: x\nAction: search[Marie Curie]",
         "Thought: y\nAction: lookup[Warsaw]",
