@@ -56,6 +56,11 @@ class RagAgent(ReActAgent):
         """The hash of the one grammar the model writes under (the search step is the agent's)."""
         return self.final_grammar.sha256
 
+    @property
+    def spans_only(self) -> bool:
+        """Never: the one search is the agent's own, and rag's options have no search_spans."""
+        return False
+
     def bound_config(self, config: RunConfig) -> RunConfig:
         """Two steps, the second of which may only answer."""
         return replace(config, max_steps=2, early_stopping="generate")

@@ -101,7 +101,7 @@ class ReActAgent(Strategy):
             final_max=c.final_max,
             grounded=self.options.grounded,
             abstain=self.options.abstain,
-            span_arguments=LOOKUP_TOOLS if self.options.search_spans else (),
+            span_arguments=LOOKUP_TOOLS if self.spans_only else (),
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())
@@ -120,6 +120,11 @@ class ReActAgent(Strategy):
         self.free_final_parser: StepParser = parser_for(free_final)
 
     @property
+    def spans_only(self) -> bool:
+        """Whether search, lookup and retrieve may only name a span of what the run has read (search_spans)."""
+        return self.options.search_spans
+
+    @property
     def grammar_sha256(self) -> str:
         return hashlib.sha256(f"{self.grammar.sha256}\0{self.final_grammar.sha256}".encode()).hexdigest()
 
@@ -131,7 +136,7 @@ class ReActAgent(Strategy):
             parts=parts,
             prefix=self.prompt_prefix(parts),
             grounding=self.new_grounding(trajectory, form),
-            reading=Grounding([trajectory.question], yes_no=False) if self.options.search_spans else None,
+            reading=Grounding([trajectory.question], yes_no=False) if self.spans_only else None,
             form=form,
         )
 
