@@ -111,6 +111,9 @@ def test_a_whole_run(questions: Path, tiny_corpus: Path, tmp_path: Path) -> None
     # searches: q1 two, q2 one, q3 none; of the answered bridge questions (q1 only) none after a single search
     assert [row["searches"] for row in rows] == [2, 1, 0] and summary["searches_per_question"] == approx(1.0)
     assert summary["by_type"]["bridge"]["searches"] == approx(1.0)
+    # hops: q1's second search looks for Warsaw, read in its first Observation; q2 searches the question's own names
+    assert [row["hops"] for row in rows] == [1, 0, 0] and summary["hops_per_question"] == approx(1 / 3)
+    assert summary["by_type"]["bridge"]["hops"] == approx(0.5) and summary["by_type"]["comparison"]["hops"] == 0.0
     assert summary["by_type"]["bridge"]["one_search"] == 0.0 and summary["by_type"]["comparison"]["one_search"] == 1.0
     assert summary["by_level"] == {} and summary["run"]["pending"] == 0
     assert json.loads((out / "summary.json").read_text()) == summary

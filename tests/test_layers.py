@@ -5,9 +5,9 @@ The layers, lowest first (a module may import its own layer and those below it, 
     1. values      _version, lazy, errors, details, steps, jsonio, normalize, resources, outputs, prompts, models,
                    incoming (text that comes in), terminal (text that goes out to a terminal)
     2. retrieval   the corpus, the analyzer, the BM25 index (needs only values)
-    3. text        literals, grounding, grammar, parse, answer_form, compare, injection, listing (the step format,
-                   what an answer may say, and how a search lists passages; grounding splits sentences with
-                   retrieval's splitter)
+    3. text        literals, grounding, grammar, parse, answer_form, compare, injection, listing, hops (the step
+                   format, what an answer may say, how a search lists passages, and a run's hops; grounding splits
+                   sentences with retrieval's splitter)
     4. tools       the Tool protocol and the corpus tools over retrieval
     5. backends    the Backend protocol, its registry and the engines
     6. checks      the answer checks and rewrites of a Final and the pipeline that runs them (they read the run
@@ -55,7 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("retrieval", ("retrieval",)),
-    ("text", ("literals", "grounding", "grammar", "parse", "answer_form", "compare", "injection", "listing")),
+    ("text", ("literals", "grounding", "grammar", "parse", "answer_form", "compare", "injection", "listing", "hops")),
     ("tools", ("tools",)),
     ("backends", ("backends",)),
     ("checks", ("checks",)),

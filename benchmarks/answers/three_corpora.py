@@ -153,9 +153,9 @@ def table(args: argparse.Namespace) -> int:
         return 1
     print(
         "| corpus | questions | EM | F1 | by type | format errors | steps a question | searches a question "
-        "| bridge answered after one search | prompt tokens a question (not cached) |"
+        "| hops a question | bridge answered after one search | prompt tokens a question (not cached) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for corpus, rows in found.items():
         summary = summarize(rows)
         tokens = summary["tokens"]
@@ -175,6 +175,7 @@ def table(args: argparse.Namespace) -> int:
             str(summary["format"]["format_error_runs"]),
             f"{summary['steps_per_question']['mean']:.2f}",
             f"{summary['searches_per_question']:.2f}",
+            f"{summary['hops_per_question']:.2f}",
             "n/a" if bridge is None else f"{100 * bridge:.1f}%",
             f"{tokens['prompt_per_question']:,.0f}{fresh}",
         ]

@@ -44,6 +44,7 @@ from offline_agent.checks.support import Support
 from offline_agent.details import GroundingDetails, RefusalDetails, ToolDetails
 from offline_agent.grammar import ABSTAIN, GrammarSpec, StepGrammar, build_grammar
 from offline_agent.grounding import YES_NO, Grounding
+from offline_agent.hops import READING_TOOLS, SEARCH_TOOLS
 from offline_agent.parse import StepParser, WordParser, parser_for
 from offline_agent.prompts import PromptParts, scratchpad_entry
 from offline_agent.steps import Action, Step, StepRecord, Trajectory, Usage
@@ -53,10 +54,6 @@ from offline_agent.tools.documents import documents_of
 OPENING_THOUGHT = "First I search for the question itself."
 # Tokens around an Observation in the scratchpad ("Observation: ", line breaks, a budget note), with room to spare.
 OBSERVATION_FRAME = 48
-# Tools that bring new documents into the run (min_searches counts these).
-SEARCH_TOOLS = ("search", "retrieve")
-# The tools that look something up in the documents by name: with search_spans, their argument is a span read.
-LOOKUP_TOOLS = (*SEARCH_TOOLS, "lookup")
 
 
 @dataclass
@@ -101,7 +98,7 @@ class ReActAgent(Strategy):
             final_max=c.final_max,
             grounded=self.options.grounded,
             abstain=self.options.abstain,
-            span_arguments=LOOKUP_TOOLS if self.spans_only else (),
+            span_arguments=READING_TOOLS if self.spans_only else (),
         )
         self.grammar: StepGrammar = build_grammar(self.spec)
         self.final_grammar: StepGrammar = build_grammar(self.spec.final_only())

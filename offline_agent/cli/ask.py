@@ -17,6 +17,7 @@ from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.cli.sections import OUTPUT, place
 from offline_agent.errors import ConfigError, OfflineAgentError
+from offline_agent.hops import READING_TOOLS, SEARCH_TOOLS, bridge, hops
 from offline_agent.outputs import append_line, check_writable_file, describe_write_error
 from offline_agent.sources import ABSTAINED, attach_sources, format_sources
 from offline_agent.steps import Action, StepRecord, Trajectory
@@ -32,14 +33,19 @@ EXIT_ABSTAINED = 6  # the documents do not say: that sentence and the nearest pa
 
 
 class LiveView:
-    """Prints each step on stderr as it happens: the model's text as it streams, the tool call while it runs, then
-    the Observation as soon as the tool returns."""
+    """Prints each step on stderr as it happens: the model's text as it streams, the tool call while it runs (with
+    its hop: the name it looks for and the step that read it, when it searches for a name the run read and the
+    `question` does not write; hops.py), then the Observation as soon as the tool returns."""
 
-    def __init__(self, stream: Any = None) -> None:
+    def __init__(self, stream: Any = None, question: str = "") -> None:
         self.stream = stream or sys.stderr
         self.color = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.question = question
         self._line_open = False  # the last text written did not end its line
         self._observation_shown = False  # this step's Observation was printed when its tool ended
+        self._step = 0  # the step being written (0-based)
+        self._read: list[tuple[int, str]] = []  # (step, Observation) of every reading tool that ran
+        self._hops = 0
 
     def _write(self, text: str, **style: Any) -> None:
         text = shown(text)  # document text (and what the model copies of it) never drives the terminal
@@ -58,6 +64,7 @@ class LiveView:
 
     def step_start(self, index: int, final_only: bool) -> None:
         self._observation_shown = False
+        self._step = index
         self._end_line()
         note = " (last step: Final only)" if final_only else ""
         self._write(f"\n── step {index + 1}{note}\n", dim=True)
@@ -68,11 +75,18 @@ class LiveView:
     def tool_start(self, name: str, argument: Any) -> None:
         self._end_line()
         self._write(f"… running {Action(name, argument).render()}\n", dim=True)
+        if name in SEARCH_TOOLS and isinstance(argument, str):
+            found, where = bridge(self.question, argument, [text for _, text in self._read])
+            if found:
+                self._hops += 1
+                self._write(f"hop {self._hops}: {found} (read in step {self._read[where][0] + 1})\n", fg="magenta")
 
     def tool_end(self, name: str, argument: Any, observation: str, is_error: bool) -> None:
         self._end_line()
         self._observation(observation, is_error)
         self._observation_shown = True
+        if name in READING_TOOLS and observation and not is_error:
+            self._read.append((self._step, observation))
 
     def step(self, record: StepRecord) -> None:
         self._end_line()
@@ -174,7 +188,7 @@ def ask(question: str, run: RunChoice, as_json: bool, trace: Path | None, quiet:
     config = run.settings.config
     if config.max_seconds is not None:  # the run has what the set-up left of the time
         config = dataclasses.replace(config, max_seconds=max(config.max_seconds - (time.monotonic() - started), 0.01))
-    callbacks = None if quiet else LiveView().callbacks()
+    callbacks = None if quiet else LiveView(question=question).callbacks()
     trajectory = attach_sources(session.ask(question, config, callbacks), session.index)
     status = 0
     try:  # the answer first: nothing may hide it
@@ -211,12 +225,14 @@ def report_trajectory(trajectory: Trajectory, *, as_json: bool, quiet: bool, cap
 
 
 def stop_line(trajectory: Trajectory, capabilities: Any = None) -> str:
-    """Why and after how much work the run stopped, in one line (cached tokens n/a for a backend that does not
-    report them)."""
+    """Why and after how much work the run stopped, in one line: steps, hops (hops.py), seconds, tokens (cached
+    tokens n/a for a backend that does not report them)."""
     usage = trajectory.usage
     cached = usage.cached_tokens if capabilities is None or capabilities.reuses_prefix_cache else "n/a"
+    taken = len(hops(trajectory.question, trajectory.steps))
     return (
-        f"stop: {trajectory.stop_reason} after {len(trajectory.steps)} steps, {trajectory.seconds:.1f} s; "
+        f"stop: {trajectory.stop_reason} after {len(trajectory.steps)} steps, {taken} hop{'' if taken == 1 else 's'}, "
+        f"{trajectory.seconds:.1f} s; "
         f"tokens: {usage.prompt_tokens} prompt ({cached} cached), {usage.generated_tokens} generated"
     )
 

@@ -118,7 +118,7 @@ class ChatLoop:
     def ask(self, question: str) -> Trajectory | None:
         """Answer one question with the history so far; None when it was abandoned with Ctrl-C or refused (one
         error line: too long, or an error of its own), and then the chat goes on without it."""
-        callbacks = None if self.quiet else LiveView().callbacks()
+        callbacks = None if self.quiet else LiveView(question=question).callbacks()
         try:
             self.check_length(question)
             trajectory = self.session.ask(question, self.config, callbacks, history=tuple(self.history))

@@ -151,11 +151,12 @@ def _abstention_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def _type_lines(summary: dict[str, Any]) -> list[str]:
-    """One line per question type: EM, searches a question, and the share answered after a single search (a bridge
-    question answered so never searched for its second page)."""
+    """One line per question type: EM, searches and hops a question (a hop searches for a name read earlier), and
+    the share answered after a single search (a bridge question answered so never searched for its second page)."""
     return [
         f"{kind}: {scores['questions']} questions  EM {_pct(scores['em'])}  searches/question "
-        f"{_num(scores.get('searches'))}  answered after one search {_pct(scores.get('one_search'))}%"
+        f"{_num(scores.get('searches'))}  hops/question {_num(scores.get('hops'))}  answered after one search "
+        f"{_pct(scores.get('one_search'))}%"
         for kind, scores in summary.get("by_type", {}).items()
     ]
 

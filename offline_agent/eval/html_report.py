@@ -11,7 +11,8 @@ as a \\u escape, so no text (a `</script>` in an Observation) can close the bloc
 page through textContent only, never as markup.
 
 Per step the report keeps what a reader needs (thought, action, observation, final, parse error, rejections,
-prevented moves, tokens, seconds, the strategy's details); the raw model text only where it did not parse.
+prevented moves, tokens, seconds, the strategy's details, and for a search that is a hop its bridge and the step
+that read it, hops.py); the raw model text only where it did not parse.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from offline_agent._version import __version__
 from offline_agent.eval.report import RunData, abstention_table, breakdown_table, comparison_table, stop_table
 from offline_agent.eval.results import ResultsError
 from offline_agent.eval.scoring import row_outcome
+from offline_agent.hops import saved_hops
 
 _ASSETS = Path(__file__).resolve().parent / "report_assets"
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -109,9 +111,10 @@ def report_data(runs: Sequence[RunData]) -> dict[str, Any]:
                 }
             )
             trajectory = row.get("trajectory") or {}
-            trajectories.append(
-                {"error": trajectory.get("error"), "steps": [_step(step) for step in trajectory.get("steps") or ()]}
-            )
+            steps = [_step(step) for step in trajectory.get("steps") or ()]
+            for hop in saved_hops(str(row.get("question") or ""), trajectory.get("steps") or ()):
+                steps[hop.step]["hop"] = {"bridge": hop.bridge, "read_at": hop.read_at}
+            trajectories.append({"error": trajectory.get("error"), "steps": steps})
     return {
         "runs": [
             {"name": run.name, "agent": run.config.get("agent"), "model": run.model, "questions": len(run.rows)}

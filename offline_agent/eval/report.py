@@ -80,15 +80,17 @@ def comparison_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]
 
 
 def breakdown_table(runs: Sequence[RunData], key: str) -> tuple[list[str], list[list[str]]]:
-    """EM, F1, searches a question and the share answered after one search per question type or level
+    """EM, F1, searches and hops a question and the share answered after one search per question type or level
     ("by_type", "by_level"), one row per run and group."""
-    header = ["Run", key.removeprefix("by_").capitalize(), "N", "EM", "F1", "Searches", "Answered after 1 search %"]
+    group_name = key.removeprefix("by_").capitalize()
+    header = ["Run", group_name, "N", "EM", "F1", "Searches", "Hops", "Answered after 1 search %"]
     rows = []
     for run in runs:
         for group, scores in run.summary[key].items():
             scores_row = [str(scores["questions"]), _cell(scores["em"], True), _cell(scores["f1"], True)]
-            # summaries written before searches were counted have neither figure: n/a
-            searches = [_cell(scores.get("searches"), False), _cell(scores.get("one_search"), True)]
+            # summaries written before searches (or hops) were counted lack the figure: n/a
+            searches = [_cell(scores.get(name), False) for name in ("searches", "hops")]
+            searches.append(_cell(scores.get("one_search"), True))
             rows.append([run.name, group, *scores_row, *searches])
     return header, rows
 

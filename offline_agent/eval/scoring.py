@@ -33,10 +33,8 @@ import numpy as np
 from offline_agent.eval.datasets import QARecord
 from offline_agent.eval.hotpot import fact_fields
 from offline_agent.eval.metrics import exact_match, f1_score
+from offline_agent.hops import SEARCH_TOOLS, hops, saved_hops
 from offline_agent.steps import STOP_REASONS, Trajectory
-
-# The tools whose calls count as searches: they bring new documents into a run.
-SEARCH_ACTIONS = ("search", "retrieve")
 
 
 def titles_seen(steps: Iterable[Any]) -> list[str]:
@@ -103,7 +101,8 @@ def result_row(
         "level": record.level,
         "steps": len(steps),
         "actions": sum(step.action is not None for step in steps),
-        "searches": sum(step.action in SEARCH_ACTIONS and not step.tool_error for step in steps),
+        "searches": sum(step.action in SEARCH_TOOLS and not step.tool_error for step in steps),
+        "hops": len(hops(record.question, steps)),
         "rejected_steps": rejected,
         "format_error": format_error,
         "invalid_actions": sum(step.action is not None and step.tool_error for step in steps),
@@ -166,7 +165,16 @@ def searches_of(row: Mapping[str, Any]) -> int:
     if row.get("searches") is not None:
         return int(row["searches"])
     steps = (row.get("trajectory") or {}).get("steps") or ()
-    return sum(step.get("action") in SEARCH_ACTIONS and not step.get("tool_error") for step in steps)
+    return sum(step.get("action") in SEARCH_TOOLS and not step.get("tool_error") for step in steps)
+
+
+def hops_of(row: Mapping[str, Any]) -> int:
+    """The hops (searches for a name read earlier, hops.py) of a result row's run; rows written before the field
+    are counted from their trajectory."""
+    if row.get("hops") is not None:
+        return int(row["hops"])
+    steps = (row.get("trajectory") or {}).get("steps") or ()
+    return len(saved_hops(str(row.get("question") or ""), steps))
 
 
 def answered_after_one_search(rows: Sequence[Mapping[str, Any]]) -> float | None:
@@ -284,6 +292,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "prevented_moves": _total(rows, "prevented_moves"),
         },
         "searches_per_question": _mean([searches_of(row) for row in rows]),
+        "hops_per_question": _mean([hops_of(row) for row in rows]),
         "steps_per_question": {
             "mean": _mean(steps),
             "median": statistics.median(steps) if steps else None,
@@ -313,8 +322,8 @@ def _stop_order(stops: Counter[str]) -> list[str]:
 
 
 def breakdown(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
-    """Questions, EM, F1, searches a question and the share answered after one search (`one_search`) per value of
-    `key` ("type" or "level"); rows without it are left out."""
+    """Questions, EM, F1, searches and hops a question and the share answered after one search (`one_search`) per
+    value of `key` ("type" or "level"); rows without it are left out."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if row.get(key) is not None:
@@ -325,6 +334,7 @@ def breakdown(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, A
             "em": _mean([row["em"] for row in group]),
             "f1": _mean([row["f1"] for row in group]),
             "searches": _mean([searches_of(row) for row in group]),
+            "hops": _mean([hops_of(row) for row in group]),
             "one_search": answered_after_one_search(group),
         }
         for value, group in sorted(groups.items())

@@ -100,6 +100,7 @@
     if (step.action) {
       var argument = typeof step.argument === "string" ? step.argument : JSON.stringify(step.argument);
       field(box, "Action", step.action + "[" + argument + "]", "action");
+      if (step.hop) field(box, "Hop", step.hop.bridge + ", read in step " + (step.hop.read_at + 1), "hop");
     }
     if (step.observation !== null && step.observation !== undefined) {
       add(box, add(el("div", "field"), el("span", "label", step.tool_error ? "Observation (tool error)" : "Observation"),
