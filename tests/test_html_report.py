@@ -202,6 +202,8 @@ def test_the_report_in_headless_chromium(cli, runs: list[Path], tmp_path: Path, 
         and "search[Marie Curie]" in text
     )
     assert EVIL in text and "<script>window.__pwned=3</script>" in text and "Final" in text
+    assert "HopWarsaw, read in step 1" in text  # step 2's search[Warsaw river] looks for a name step 1 read
+    assert "prompt (n/a cached)" in text  # the scripted backend reports no cached tokens: not "null"
     assert not browser.find_elements(By.CSS_SELECTOR, "#rows img, #rows script, #rows b")
     assert browser.execute_script("return window.__pwned") is None
     opened = tmp_path / "report-trajectory.png"

@@ -147,7 +147,7 @@
     field(box, "Gold", q.gold);
     field(box, "Prediction", answer(row), outcomeOf(row));
     var facts = "EM " + score(row.em) + " · F1 " + score(row.f1) + " · stop " + row.stop + " · " + row.steps +
-      " steps · " + fixed(row.s, 1) + " s · tokens " + row.tok[0] + " prompt (" + row.tok[1] + " cached), " +
+      " steps · " + fixed(row.s, 1) + " s · tokens " + row.tok[0] + " prompt (" + (row.tok[1] === null ? "n/a" : row.tok[1]) + " cached), " +
       row.tok[2] + " generated";
     if (row.sp !== null) facts += " · SP F1 " + score(row.sp) + " · joint F1 " + score(row.jf1);
     field(box, "Scores", facts);
