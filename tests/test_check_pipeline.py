@@ -220,6 +220,24 @@ def test_a_new_check_is_its_module_and_one_line_in_the_ordered_list(tiny_index, 
     assert left_out.steps[1].details.refusal.reason == "asks_for"  # the list's next check that refuses Warsaw
 
 
+def test_the_new_check_refuses_through_the_ask_command(tiny_corpus: Path, monkeypatch) -> None:
+    """The same check, one line in the list, seen from `offline-agent ask` with the scripted backend."""
+    from click.testing import CliRunner
+
+    from offline_agent.cli import _register, cli
+
+    checks = (*DEFAULT_CHECKS[:5], new_check_module().NoCity(), *DEFAULT_CHECKS[5:])
+    monkeypatch.setattr(VerifyAgent, "checks", checks)
+    backend = ScriptedBackend(OUTPUTS)
+    monkeypatch.setattr("offline_agent.backends.registry.build_backend", lambda *args, **kwargs: backend)
+    _register()
+    arguments = ["ask", QUESTION, "--corpus", str(tiny_corpus), "--agent", "verify", "-o", "read_hop=false"]
+    result = CliRunner().invoke(cli, arguments, prog_name="offline-agent", catch_exceptions=False)
+    assert "Observation: Warsaw is a city. Find the river:" in result.stderr
+    # the refused answer is no longer one the grounded grammar allows, and the script has no other: no answer
+    assert result.exit_code == 3 and "the answer 'Warsaw' is not a span" in result.stderr
+
+
 def test_the_tables_of_checks_are_the_ordered_list() -> None:
     import offline_agent.checks
 
