@@ -41,16 +41,6 @@ class Hop:
     read_at: int
 
 
-@dataclass(frozen=True)
-class _Step:
-    """What hops needs of a step, from a StepRecord or from a saved trajectory's step."""
-
-    action: str | None
-    argument: Any
-    observation: str | None
-    failed: bool
-
-
 def _words(text: str) -> list[str]:
     return _WORD.findall(text)
 
@@ -63,8 +53,12 @@ def _joined(text: str) -> str:
 def bridge(question: str, query: str, read: Sequence[str]) -> tuple[str, int]:
     """The bridge of `query` (see the module's docstring) and the index in `read` of the first text that writes it;
     ("", -1) where no run of its words is both read and new."""
+    return _bridge({word.casefold() for word in _words(question)}, query, [_joined(text) for text in read])
+
+
+def _bridge(asked: set[str], query: str, texts: Sequence[str]) -> tuple[str, int]:
+    """bridge() over the question's words, folded, and texts already _joined."""
     words = _words(query)
-    asked = {word.casefold() for word in _words(question)}
 
     def own(word: str) -> bool:
         folded = word.casefold()
@@ -73,7 +67,6 @@ def bridge(question: str, query: str, read: Sequence[str]) -> tuple[str, int]:
     def function(word: str) -> bool:
         return word.casefold() in ENGLISH_STOPWORDS
 
-    texts = [_joined(text) for text in read]
     for length in range(len(words), 0, -1):
         for start in range(len(words) - length + 1):
             span = words[start : start + length]
@@ -90,32 +83,51 @@ def bridge(question: str, query: str, read: Sequence[str]) -> tuple[str, int]:
     return "", -1
 
 
-def _hops(question: str, steps: Iterable[_Step]) -> list[Hop]:
-    read: list[str] = []
-    read_steps: list[int] = []
-    found: list[Hop] = []
-    for index, step in enumerate(steps):
-        if step.action in SEARCH_TOOLS and isinstance(step.argument, str) and not step.failed:
-            name, where = bridge(question, step.argument, read)
+class HopTracker:
+    """Follows one run of `question` tool call by tool call: what its reading tools showed, and which of its
+    searches are hops (`hops`, in order). hops() walks a finished run with it; `ask`'s live view feeds it each call
+    as its tool ends."""
+
+    def __init__(self, question: str) -> None:
+        self.asked = {word.casefold() for word in _words(question)}
+        self.hops: list[Hop] = []
+        self._read_at: list[int] = []  # the step of each text read, in order
+        self._read: list[str] = []  # what each showed, _joined once
+
+    def tool_ran(
+        self, step: int, action: str | None, argument: Any, observation: str | None, failed: bool
+    ) -> Hop | None:
+        """Note what ran at `step` (any step: one with no reading tool changes nothing): the hop it is, or None.
+        Its own Observation counts as read only for the calls after it; a failed call reads nothing and is no hop."""
+        if failed:
+            return None
+        hop = None
+        if action in SEARCH_TOOLS and isinstance(argument, str):
+            name, where = _bridge(self.asked, argument, self._read)
             if name:
-                found.append(Hop(index, step.argument, name, read_steps[where]))
-        if step.action in READING_TOOLS and step.observation and not step.failed:
-            read.append(step.observation)
-            read_steps.append(index)
-    return found
+                hop = Hop(step, argument, name, self._read_at[where])
+                self.hops.append(hop)
+        if action in READING_TOOLS and observation:
+            self._read_at.append(step)
+            self._read.append(_joined(observation))
+        return hop
 
 
 def hops(question: str, steps: Iterable[Any]) -> list[Hop]:
     """The hops of a run of `question`, in order, from its StepRecords (steps.py)."""
-    return _hops(question, (_Step(s.action, s.argument, s.observation, s.tool_error) for s in steps))
+    tracker = HopTracker(question)
+    for at, step in enumerate(steps):
+        tracker.tool_ran(at, step.action, step.argument, step.observation, step.tool_error)
+    return tracker.hops
 
 
 def saved_hops(question: str, steps: Iterable[Mapping[str, Any]]) -> list[Hop]:
     """The same from a saved trajectory's steps (the dicts of a results.jsonl row or a trace line)."""
-    return _hops(
-        question,
-        (_Step(s.get("action"), s.get("argument"), s.get("observation"), bool(s.get("tool_error"))) for s in steps),
-    )
+    tracker = HopTracker(question)
+    for at, step in enumerate(steps):
+        observation = step.get("observation")
+        tracker.tool_ran(at, step.get("action"), step.get("argument"), observation, bool(step.get("tool_error")))
+    return tracker.hops
 
 
-__all__ = ["READING_TOOLS", "SEARCH_TOOLS", "Hop", "bridge", "hops", "saved_hops"]
+__all__ = ["READING_TOOLS", "SEARCH_TOOLS", "Hop", "HopTracker", "bridge", "hops", "saved_hops"]

@@ -64,14 +64,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from offline_agent.answer_form import answer_form
-    from offline_agent.checks.support import YES_OR_NO, sentences_holding
+    from offline_agent.checks.support import YES_OR_NO, judge_prompt, sentences_holding
+    from offline_agent.errors import OfflineAgentError, StepParseError
     from offline_agent.grounding import YES_NO
-    from offline_agent.prompts import prompt_table, render_chat
+    from offline_agent.prompts import render_chat
     from offline_agent.runner import load_backend
 
-    texts = judge_texts(args.prompt) if args.prompt else prompt_table("answer_checks.toml", "support")
-    from offline_agent.errors import OfflineAgentError
-
+    texts = judge_texts(args.prompt) if args.prompt else None  # None: the product's, as judge_prompt reads it
     try:
         rows = [row for run in args.runs for row in answers(run)]
     except OfflineAgentError as exc:
@@ -86,12 +85,14 @@ def main() -> None:
         if not sentences:  # an answer taken from the question: the check has nothing to judge
             said[row["group"]]["nothing to judge"] += 1
             continue
-        quoted = "\n".join(f"- {sentence}" for sentence in sentences)
-        user = texts["user"].format(question=row["question"], answer=row["answer"], sentences=quoted)
-        messages = [{"role": "system", "content": texts["system"]}, {"role": "user", "content": user}]
+        system, user = judge_prompt(row["question"], row["answer"], sentences, texts)
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         prompt = render_chat(backend.chat_template, messages, bos_token=backend.bos_token, eos_token=backend.eos_token)
         text = backend.complete(prompt, grammar=YES_OR_NO.gbnf, max_tokens=4, seed=0).text
-        word = text.split()[0].lower() if text.split() and text.split()[0].lower() in YES_OR_NO.words else "none"
+        try:
+            word = YES_OR_NO.parse(text)
+        except StepParseError:  # the grammar allows only the two words; a reply cut short is neither
+            word = "none"
         said[row["group"]][word] += 1
         if args.show:
             print(f"{row['group']:>12}  {word:>3}  {row['id']}  {row['question']}  -> {row['answer']}")

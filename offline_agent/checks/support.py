@@ -23,7 +23,7 @@ development corpora, docs/answers.md); the identifiers test knows only names wri
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from offline_agent.parse import WordParser
@@ -86,9 +86,12 @@ def sentences_holding(answer: str, texts: Sequence[str], most: int = MOST_SENTEN
     return out
 
 
-def judge_prompt(question: str, answer: str, sentences: Sequence[str]) -> tuple[str, str]:
-    """The judge's system and user messages."""
-    texts = prompt_table("answer_checks.toml", "support")
+def judge_prompt(
+    question: str, answer: str, sentences: Sequence[str], texts: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """The judge's system and user messages, from `texts` (`system`, and `user` with {question}, {answer} and
+    {sentences}; default: the `[support]` table of answer_checks.toml)."""
+    texts = texts or prompt_table("answer_checks.toml", "support")
     quoted = "\n".join(f"- {sentence}" for sentence in sentences)
     return texts["system"], texts["user"].format(question=question, answer=answer, sentences=quoted)
 

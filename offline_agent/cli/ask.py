@@ -17,7 +17,7 @@ from offline_agent.cli.legacy import OptionsCommand
 from offline_agent.cli.options import RunChoice, run_options
 from offline_agent.cli.sections import OUTPUT, place
 from offline_agent.errors import ConfigError, OfflineAgentError
-from offline_agent.hops import READING_TOOLS, SEARCH_TOOLS, bridge, hops
+from offline_agent.hops import HopTracker, hops
 from offline_agent.outputs import append_line, check_writable_file, describe_write_error
 from offline_agent.sources import ABSTAINED, attach_sources, format_sources
 from offline_agent.steps import Action, StepRecord, Trajectory
@@ -33,19 +33,17 @@ EXIT_ABSTAINED = 6  # the documents do not say: that sentence and the nearest pa
 
 
 class LiveView:
-    """Prints each step on stderr as it happens: the model's text as it streams, the tool call while it runs (with
-    its hop: the name it looks for and the step that read it, when it searches for a name the run read and the
-    `question` does not write; hops.py), then the Observation as soon as the tool returns."""
+    """Prints each step on stderr as it happens: the model's text as it streams, the tool call while it runs, then,
+    as soon as the tool returns, its hop (the name it looked for and the step that read it, when it searched for a
+    name the run read and the `question` does not write; hops.py) and the Observation."""
 
     def __init__(self, stream: Any = None, question: str = "") -> None:
         self.stream = stream or sys.stderr
         self.color = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.question = question
         self._line_open = False  # the last text written did not end its line
         self._observation_shown = False  # this step's Observation was printed when its tool ended
         self._step = 0  # the step being written (0-based)
-        self._read: list[tuple[int, str]] = []  # (step, Observation) of every reading tool that ran
-        self._hops = 0
+        self._hops = HopTracker(question)
 
     def _write(self, text: str, **style: Any) -> None:
         text = shown(text)  # document text (and what the model copies of it) never drives the terminal
@@ -75,18 +73,14 @@ class LiveView:
     def tool_start(self, name: str, argument: Any) -> None:
         self._end_line()
         self._write(f"… running {Action(name, argument).render()}\n", dim=True)
-        if name in SEARCH_TOOLS and isinstance(argument, str):
-            found, where = bridge(self.question, argument, [text for _, text in self._read])
-            if found:
-                self._hops += 1
-                self._write(f"hop {self._hops}: {found} (read in step {self._read[where][0] + 1})\n", fg="magenta")
 
     def tool_end(self, name: str, argument: Any, observation: str, is_error: bool) -> None:
         self._end_line()
+        hop = self._hops.tool_ran(self._step, name, argument, observation, is_error)
+        if hop is not None:  # between the call and what it returned, as the stop line counts it
+            self._write(f"hop {len(self._hops.hops)}: {hop.bridge} (read in step {hop.read_at + 1})\n", fg="magenta")
         self._observation(observation, is_error)
         self._observation_shown = True
-        if name in READING_TOOLS and observation and not is_error:
-            self._read.append((self._step, observation))
 
     def step(self, record: StepRecord) -> None:
         self._end_line()
